@@ -1,0 +1,48 @@
+"""sqlalchemy-seqkeys: primary-key strategies for SQLAlchemy 2.x without write hotspots.
+
+Pick a strategy per table and declare it as the key column's default; every
+name below is importable from ``sqlalchemy_seqkeys``::
+
+    import uuid
+    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+    from sqlalchemy_seqkeys import CombGuid, comb_guid
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Invoice(Base):
+        __tablename__ = "invoices"
+        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+
+See the README for which strategy suits which engine.
+"""
+
+from __future__ import annotations
+
+from .comb import CombLayout, comb_timestamp, new_comb, new_uuid7
+from .errors import (
+    InvalidGuidError,
+    InvalidLayoutError,
+    NaiveDatetimeError,
+    SeqKeysError,
+    TimestampOutOfRangeError,
+)
+from .types import CombGuid, CombGuidDefault, comb_guid
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CombGuid",
+    "CombGuidDefault",
+    "CombLayout",
+    "InvalidGuidError",
+    "InvalidLayoutError",
+    "NaiveDatetimeError",
+    "SeqKeysError",
+    "TimestampOutOfRangeError",
+    "__version__",
+    "comb_guid",
+    "comb_timestamp",
+    "new_comb",
+    "new_uuid7",
+]

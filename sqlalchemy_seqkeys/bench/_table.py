@@ -1,0 +1,43 @@
+"""A plain-text table for benchmark output (no dependency beyond the standard library)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Table", "format_table"]
+
+
+@dataclass
+class Table:
+    """Rows of cells under a header, printed with aligned columns.
+
+    Example::
+
+        >>> t = Table(["what", "rate"])
+        >>> t.add("uuid4", "1.00x")
+        >>> print(format_table(t))
+        what   rate
+        -----  -----
+        uuid4  1.00x
+    """
+
+    header: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+
+    def add(self, *cells: object) -> None:
+        """Append a row; cells are turned into text with ``str``."""
+        self.rows.append([str(c) for c in cells])
+
+
+def format_table(table: Table) -> str:
+    """Render ``table`` with columns padded to their widest cell."""
+    widths = [len(h) for h in table.header]
+    for row in table.rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(table.header, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in table.rows
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,214 @@
+"""``seqkeys bench insert``: insert time of each key strategy relative to a BIGINT key.
+
+Reproduces the source's experiment: rows of a key plus 100 characters,
+inserted through SQLAlchemy in batches of 1,000 (one transaction per batch)
+into a fresh table whose primary key is the key::
+
+    $ seqkeys bench insert --url postgresql+psycopg://postgres@127.0.0.1/test --rows 1000000
+
+Every key is minted client-side by the column default (the BIGINT baseline
+from an in-process counter), so all variants take the same batched INSERT
+path and the time includes minting the keys. The report gives each variant's
+time and table-plus-index size as a ratio to BIGINT.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from sqlalchemy_seqkeys._dialect import dialect_key
+from sqlalchemy_seqkeys.types import CombGuid, comb_guid
+
+from ._table import Table, format_table
+
+__all__ = ["VARIANTS", "Result", "Variant", "run", "run_variant"]
+
+PAYLOAD = "x" * 100
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One key strategy: the key column's type and its Python default."""
+
+    name: str
+    key_type: Callable[[], sa.types.TypeEngine[Any]]
+    #: builds a fresh default for one run (so counters start at 1)
+    make_default: Callable[[], Callable[..., Any]]
+
+
+def _counter() -> Callable[[], int]:
+    return itertools.count(1).__next__
+
+
+def _uuid4_text() -> Callable[[], str]:
+    return lambda: str(uuid.uuid4())
+
+
+def _comb_text() -> Callable[..., str]:
+    return lambda ctx: str(comb_guid(ctx))
+
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in [
+        Variant("bigint", sa.BigInteger, _counter),
+        Variant("uuid4", CombGuid, lambda: uuid.uuid4),
+        Variant("comb", CombGuid, lambda: comb_guid),
+        Variant("uuid4-char36", lambda: sa.CHAR(36), _uuid4_text),
+        Variant("comb-char36", lambda: sa.CHAR(36), _comb_text),
+    ]
+}
+
+DEFAULT_VARIANTS = ("bigint", "uuid4", "comb", "uuid4-char36", "comb-char36")
+
+
+@dataclass
+class Result:
+    """What one variant measured."""
+
+    variant: str
+    column_type: str
+    rows: int
+    seconds: float
+    size_bytes: int | None
+
+
+def _size(conn: sa.Connection, table: sa.Table) -> int | None:
+    name = dialect_key(conn.dialect)
+    if name == "postgresql":
+        conn.execute(sa.text(f"VACUUM ANALYZE {table.name}").execution_options())
+        return int(conn.scalar(sa.text("SELECT pg_total_relation_size(:t)"), {"t": table.name}))
+    if name in ("mysql", "mariadb"):
+        conn.execute(sa.text(f"ANALYZE TABLE {table.name}"))
+        value = conn.scalar(
+            sa.text(
+                "SELECT data_length + index_length FROM information_schema.tables "
+                "WHERE table_schema = DATABASE() AND table_name = :t"
+            ),
+            {"t": table.name},
+        )
+        return None if value is None else int(value)
+    return None
+
+
+def run_variant(
+    engine: sa.Engine,
+    variant: Variant,
+    rows: int,
+    batch: int = 1000,
+    progress: Callable[[int], None] | None = None,
+) -> Result:
+    """Insert ``rows`` rows keyed by ``variant`` into a fresh table; time the inserts."""
+    md = sa.MetaData()
+    table = sa.Table(
+        f"seqkeys_bench_{variant.name.replace('-', '_')}",
+        md,
+        sa.Column(
+            "id",
+            variant.key_type(),
+            primary_key=True,
+            default=variant.make_default(),
+            autoincrement=False,
+        ),
+        sa.Column("payload", sa.String(100), nullable=False),
+    )
+    md.drop_all(engine)
+    md.create_all(engine)
+    params = [{"payload": PAYLOAD}] * batch
+    insert = table.insert()
+    done = 0
+    start = time.perf_counter()
+    while done < rows:
+        n = min(batch, rows - done)
+        with engine.begin() as conn:
+            conn.execute(insert, params[:n])
+        done += n
+        if progress is not None:
+            progress(done)
+    seconds = time.perf_counter() - start
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        size = _size(conn, table)
+        column_type = str(table.c.id.type.compile(dialect=engine.dialect))
+    md.drop_all(engine)
+    return Result(variant.name, column_type, rows, seconds, size)
+
+
+def render(results: Iterable[Result], url: str) -> str:
+    """The report: one row a variant, time and size as ratios to ``bigint``."""
+    results = list(results)
+    base = next((r for r in results if r.variant == "bigint"), results[0])
+    table = Table(
+        [
+            "key",
+            "column",
+            "rows",
+            "seconds",
+            "rows/s",
+            "time vs bigint",
+            "size MiB",
+            "size vs bigint",
+        ]
+    )
+    for r in results:
+        size = "-" if r.size_bytes is None else f"{r.size_bytes / 2**20:,.1f}"
+        size_ratio = (
+            f"{r.size_bytes / base.size_bytes:.2f}x"
+            if r.size_bytes is not None and base.size_bytes
+            else "-"
+        )
+        table.add(
+            r.variant,
+            r.column_type,
+            f"{r.rows:,}",
+            f"{r.seconds:,.1f}",
+            f"{r.rows / r.seconds:,.0f}",
+            f"{r.seconds / base.seconds:.2f}x",
+            size,
+            size_ratio,
+        )
+    lines = [
+        f"insert benchmark on {sa.make_url(url).render_as_string(hide_password=True)}",
+        format_table(table),
+    ]
+    by_name = {r.variant: r for r in results}
+    if "comb" in by_name and "bigint" in by_name:
+        lines.append(f"\ncomb / bigint = {by_name['comb'].seconds / base.seconds:.2f}x")
+    for random_name in ("uuid4", "uuid4-char36"):
+        if "comb" in by_name and random_name in by_name:
+            lines.append(
+                f"{random_name} / comb = "
+                f"{by_name[random_name].seconds / by_name['comb'].seconds:.2f}x"
+            )
+    return "\n".join(lines)
+
+
+def run(
+    url: str,
+    rows: int,
+    batch: int = 1000,
+    variants: Iterable[str] = DEFAULT_VARIANTS,
+    verbose: bool = True,
+) -> str:
+    """Run the named variants on ``url`` and return the report."""
+    engine = sa.create_engine(url)
+    results = []
+    try:
+        for name in variants:
+            variant = VARIANTS[name]
+            step = max(rows // 10, batch)
+
+            def progress(done: int, name: str = name, step: int = step) -> None:
+                if verbose and (done % step == 0 or done == rows):
+                    print(f"  {name}: {done:,}/{rows:,} rows", flush=True)
+
+            results.append(run_variant(engine, variant, rows, batch, progress))
+    finally:
+        engine.dispose()
+    return render(results, url)

@@ -1,0 +1,84 @@
+"""The ``seqkeys`` command (also ``python -m sqlalchemy_seqkeys``).
+
+Example::
+
+    $ seqkeys demo                      # every strategy on an embedded SQLite file
+    $ seqkeys bench comb-generate       # key minting speed beside uuid.uuid4
+    $ seqkeys bench insert --url postgresql+psycopg://postgres@127.0.0.1/test --rows 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="seqkeys", description="Primary-key strategies for SQLAlchemy: demo and benchmarks."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="insert rows with every strategy and decode them")
+    demo.add_argument(
+        "--url",
+        default="sqlite:///seqkeys-demo.db",
+        help="database URL (default: %(default)s, an embedded SQLite file)",
+    )
+    demo.add_argument("--rows", type=int, default=3, help="rows per strategy (default: 3)")
+
+    bench = commands.add_parser("bench", help="run a benchmark; results are ratios to a baseline")
+    benches = bench.add_subparsers(dest="bench", required=True, metavar="NAME")
+
+    gen = benches.add_parser("comb-generate", help="ids/s of new_comb, new_uuid7, uuid.uuid4")
+    gen.add_argument("--seconds", type=float, default=0.3, help="length of one timed round")
+    gen.add_argument("--rounds", type=int, default=5, help="interleaved rounds; best one counts")
+
+    from .bench.insert import DEFAULT_VARIANTS, VARIANTS
+
+    ins = benches.add_parser("insert", help="insert time per key strategy relative to BIGINT")
+    ins.add_argument("--url", required=True, help="database URL to insert into")
+    ins.add_argument("--rows", type=int, default=100_000, help="rows per variant")
+    ins.add_argument("--batch", type=int, default=1000, help="rows per INSERT and transaction")
+    ins.add_argument(
+        "--variants",
+        default=",".join(DEFAULT_VARIANTS),
+        help=f"comma-separated, from: {', '.join(VARIANTS)}",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit status."""
+    args = _parser().parse_args(argv)
+    if args.command == "demo":
+        from .demo import run as run_demo
+
+        print(f"seqkeys demo on {args.url}")
+        run_demo(args.url, rows=args.rows)
+        return 0
+    if args.bench == "comb-generate":
+        from .bench.generate import run as run_generate
+
+        print(run_generate(seconds=args.seconds, rounds=args.rounds))
+        return 0
+    from .bench.insert import VARIANTS
+    from .bench.insert import run as run_insert
+
+    names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        print(
+            f"seqkeys: unknown variant(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}",
+            file=sys.stderr,
+        )
+        return 2
+    print(run_insert(args.url, args.rows, args.batch, names))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

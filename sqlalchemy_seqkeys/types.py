@@ -1,0 +1,281 @@
+"""``CombGuid``: a GUID column stored the way each engine wants, and ``comb_guid``.
+
+Declare the key once; the column gets the storage each dialect indexes best and
+values always come back as :class:`uuid.UUID`::
+
+    import uuid
+    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+    from sqlalchemy_seqkeys import CombGuid, comb_guid
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Order(Base):
+        __tablename__ = "orders"
+        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+
+Storage per dialect (``binary=True`` picks the second form where there is one):
+
+=============  ========================================  ==================
+dialect        default                                   ``binary=True``
+=============  ========================================  ==================
+PostgreSQL     ``UUID``                                  ``UUID``
+SQL Server     ``UNIQUEIDENTIFIER``                      ``UNIQUEIDENTIFIER``
+Oracle         ``RAW(16)``                               ``RAW(16)``
+MySQL/MariaDB  ``CHAR(36) CHARACTER SET ascii``          ``BINARY(16)``
+SQLite         ``CHAR(36)``                              ``BLOB`` (16 bytes)
+Spanner        ``STRING(36)``                            ``BYTES(16)``
+others         ``CHAR(36)``                              ``BINARY(16)``
+=============  ========================================  ==================
+
+Binary storage holds ``UUID.bytes`` (RFC byte order), so it sorts like the
+text form. MySQL's ``CHAR(36)`` is declared ``CHARACTER SET ascii``: the key
+then takes 36 bytes instead of up to 144 in ``utf8mb4`` and compares faster.
+MariaDB's native ``UUID`` type is deliberately not used: it stores and sorts
+some UUIDs with their groups swapped, which breaks time order.
+
+:data:`comb_guid` picks the :class:`~sqlalchemy_seqkeys.CombLayout` that makes
+the server's own ``ORDER BY`` return rows in minting order on the dialect it
+runs on: ``AT_END`` on SQL Server, ``AS_STRING`` everywhere else. On Spanner it
+mints random version 4 UUIDs instead: Spanner splits tables into key ranges,
+and keys that grow with time send every insert to the last range, the hotspot
+Spanner's schema design guide warns about. Force a layout with
+``comb_guid.with_layout(...)`` if you want time order on Spanner anyway.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import types as sqltypes
+from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
+from sqlalchemy.engine.interfaces import Dialect
+
+from ._dialect import dialect_key
+from .comb import CombLayout, new_comb
+from .errors import InvalidGuidError
+
+__all__ = ["CombGuid", "CombGuidDefault", "comb_guid"]
+
+
+def _as_uuid(value: object) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, str):
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            raise InvalidGuidError(
+                f"{value!r} is not a GUID; a CombGuid column takes a uuid.UUID "
+                "or its text form such as '0190b6a8-6c3e-7d4a-9f1e-2b5c8d7e6f10'"
+            ) from None
+    raise InvalidGuidError(
+        f"a CombGuid column takes a uuid.UUID (or its text form), not "
+        f"{type(value).__name__} {value!r}; wrap bytes with uuid.UUID(bytes=...)"
+    )
+
+
+# -- storage per dialect ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Storage:
+    text: sqltypes.TypeEngine[Any]
+    binary: sqltypes.TypeEngine[Any]
+    #: "native" (the driver takes uuid.UUID), "text" (36 chars) or "bytes" (16).
+    text_form: str = "text"
+    binary_form: str = "bytes"
+    #: how an offline script writes 16 bytes, given their hex
+    bytes_literal: str = "X'{}'"
+
+
+def _spanner_storage() -> _Storage:
+    return _Storage(
+        text=sqltypes.String(36), binary=sqltypes.LargeBinary(16), bytes_literal="FROM_HEX('{}')"
+    )
+
+
+_POSTGRESQL = _Storage(
+    text=postgresql.UUID(as_uuid=True),
+    binary=postgresql.UUID(as_uuid=True),
+    text_form="native",
+    binary_form="native",
+)
+_MSSQL = _Storage(
+    text=mssql.UNIQUEIDENTIFIER(as_uuid=True),
+    binary=mssql.UNIQUEIDENTIFIER(as_uuid=True),
+    text_form="native",
+    binary_form="native",
+)
+_ORACLE = _Storage(
+    text=oracle.RAW(16), binary=oracle.RAW(16), text_form="bytes", bytes_literal="HEXTORAW('{}')"
+)
+_MYSQL = _Storage(text=mysql.CHAR(36, charset="ascii"), binary=mysql.BINARY(16))
+_SQLITE = _Storage(text=sqltypes.CHAR(36), binary=sqltypes.LargeBinary(16))
+_GENERIC = _Storage(text=sqltypes.CHAR(36), binary=sqltypes.BINARY(16))
+
+_STORAGE: dict[str, _Storage] = {
+    "postgresql": _POSTGRESQL,
+    "mssql": _MSSQL,
+    "oracle": _ORACLE,
+    "mysql": _MYSQL,
+    "mariadb": _MYSQL,
+    "sqlite": _SQLITE,
+    "spanner": _spanner_storage(),
+}
+
+
+def _storage(dialect: Dialect) -> _Storage:
+    return _STORAGE.get(dialect_key(dialect), _GENERIC)
+
+
+class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
+    """A GUID column type with per-dialect storage; values are ``uuid.UUID``.
+
+    ``binary=True`` stores 16 bytes where the engine has a choice (MySQL and
+    MariaDB ``BINARY(16)``, SQLite ``BLOB``, Spanner ``BYTES(16)``) instead of
+    the 36-character text. Binds accept a ``uuid.UUID`` or its text form;
+    anything else raises :class:`~sqlalchemy_seqkeys.InvalidGuidError`.
+
+    Example::
+
+        id: Mapped[uuid.UUID] = mapped_column(
+            CombGuid(binary=True), primary_key=True, default=comb_guid
+        )
+    """
+
+    impl = sqltypes.CHAR(36)
+    cache_ok = True
+
+    def __init__(self, binary: bool = False) -> None:
+        super().__init__()
+        self.binary = binary
+
+    def __repr__(self) -> str:
+        return "CombGuid(binary=True)" if self.binary else "CombGuid()"
+
+    @property
+    def python_type(self) -> type[uuid.UUID]:
+        return uuid.UUID
+
+    def _form(self, dialect: Dialect) -> str:
+        storage = _storage(dialect)
+        return storage.binary_form if self.binary else storage.text_form
+
+    def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
+        storage = _storage(dialect)
+        return dialect.type_descriptor(storage.binary if self.binary else storage.text)
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        guid = _as_uuid(value)
+        form = self._form(dialect)
+        if form == "native":
+            return guid
+        if form == "bytes":
+            return guid.bytes
+        return str(guid)
+
+    def process_literal_param(self, value: Any, dialect: Dialect) -> str:
+        # Offline SQL: the impl quotes text; bytes get the dialect's hex literal.
+        guid = _as_uuid(value)
+        if self._form(dialect) == "bytes":
+            return _storage(dialect).bytes_literal.format(guid.hex.upper())
+        return str(guid)
+
+    def literal_processor(self, dialect: Dialect) -> Any:
+        if self._form(dialect) != "bytes":
+            return super().literal_processor(dialect)
+
+        def process(value: Any) -> str:
+            return self.process_literal_param(value, dialect)
+
+        return process
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> uuid.UUID | None:
+        if value is None or isinstance(value, uuid.UUID):
+            return value
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return uuid.UUID(bytes=bytes(value))
+        return uuid.UUID(str(value))
+
+
+# -- the column default ---------------------------------------------------------
+
+
+class _HasDialect(Protocol):
+    """What a column default receives from SQLAlchemy: the execution context."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+
+#: The layout that makes each dialect's ORDER BY follow minting order; None
+#: means "mint random version 4 UUIDs" (Spanner, where time order is a hotspot).
+_LAYOUT_FOR_DIALECT: dict[str, CombLayout | None] = {
+    "mssql": CombLayout.AT_END,
+    "spanner": None,
+}
+
+
+class CombGuidDefault:
+    """A column default that mints COMB GUIDs in the layout the dialect sorts by.
+
+    Use the ready instance :data:`comb_guid`; construct one (or call
+    :meth:`with_layout`) only to force a layout on every dialect.
+
+    Example::
+
+        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+        # always AT_END, e.g. for a table shared with SQL Server:
+        other: Mapped[uuid.UUID] = mapped_column(
+            CombGuid(), default=comb_guid.with_layout("at_end")
+        )
+    """
+
+    __slots__ = ("layout",)
+
+    def __init__(self, layout: CombLayout | str | None = None) -> None:
+        self.layout = None if layout is None else CombLayout.coerce(layout)
+
+    def __repr__(self) -> str:
+        return (
+            "comb_guid" if self.layout is None else f"comb_guid.with_layout({self.layout.value!r})"
+        )
+
+    def with_layout(self, layout: CombLayout | str) -> CombGuidDefault:
+        """Return a default that always mints ``layout``, whatever the dialect.
+
+        Example::
+
+            >>> comb_guid.with_layout("as_binary")
+            comb_guid.with_layout('as_binary')
+        """
+        return CombGuidDefault(layout)
+
+    def layout_for(self, dialect: Dialect | str) -> CombLayout | None:
+        """The layout minted on ``dialect`` (a Dialect or its name); None means uuid4.
+
+        Example::
+
+            >>> comb_guid.layout_for("mssql")
+            <CombLayout.AT_END: 'at_end'>
+            >>> comb_guid.layout_for("spanner") is None
+            True
+        """
+        if self.layout is not None:
+            return self.layout
+        return _LAYOUT_FOR_DIALECT.get(dialect_key(dialect), CombLayout.AS_STRING)
+
+    def __call__(self, context: _HasDialect) -> uuid.UUID:
+        layout = self.layout_for(context.dialect)
+        if layout is None:
+            return uuid.uuid4()
+        return new_comb(layout)
+
+
+#: The COMB column default: the right layout for the dialect it runs on.
+comb_guid = CombGuidDefault()

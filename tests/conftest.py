@@ -1,0 +1,131 @@
+"""The test harness: one ``engine`` fixture, parametrized over four real engines.
+
+- SQLite: a file in a temporary directory.
+- PostgreSQL: ``SEQKEYS_PG_URL`` (default: the local server, database ``test``).
+- MariaDB / MySQL: ``SEQKEYS_MYSQL_URL`` (default: the local server, database ``test``).
+- Spanner: the emulator, started by the suite on a free loopback port (or the
+  one ``SPANNER_EMULATOR_HOST`` names), with an instance and database created
+  for the run and removed afterwards.
+
+An engine that cannot be reached skips its tests with a loud summary at the
+end of a local run; with ``CI`` set, it fails them instead. Nothing is skipped
+silently.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+PG_URL = os.environ.get("SEQKEYS_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+MYSQL_URL = os.environ.get("SEQKEYS_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
+ENGINE_NAMES = ("sqlite", "postgresql", "mysql", "spanner")
+
+_unreachable: dict[str, str] = {}
+
+
+class _Engines:
+    """Creates each engine once per session, on first use."""
+
+    def __init__(self, tmp: Path) -> None:
+        self._tmp = tmp
+        self._engines: dict[str, Engine] = {}
+        self._errors: dict[str, str] = {}
+        self._emulator: Any = None
+
+    def url(self, name: str) -> str:
+        if name == "sqlite":
+            return f"sqlite:///{self._tmp / 'seqkeys-test.db'}"
+        if name == "postgresql":
+            return PG_URL
+        if name == "mysql":
+            return MYSQL_URL
+        if name == "spanner":
+            if self._emulator is None:
+                from ._emulator import SpannerEmulator
+
+                emulator = SpannerEmulator()
+                emulator.__enter__()
+                self._emulator = emulator
+            return str(self._emulator.url)
+        raise KeyError(name)
+
+    def get(self, name: str) -> Engine:
+        if name in self._errors:
+            _unavailable(name, self._errors[name])
+        if name not in self._engines:
+            try:
+                engine = sa.create_engine(self.url(name))
+                with engine.connect() as conn:
+                    conn.execute(sa.text("SELECT 1"))
+            except Exception as exc:  # any failure to reach the engine is reported below
+                self._errors[name] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                _unavailable(name, self._errors[name])
+            self._engines[name] = engine
+        return self._engines[name]
+
+    def close(self) -> None:
+        for engine in self._engines.values():
+            engine.dispose()
+        if self._emulator is not None:
+            self._emulator.__exit__(None, None, None)
+
+
+def _unavailable(name: str, why: str) -> None:
+    _unreachable[name] = why
+    message = f"engine {name!r} unreachable: {why}"
+    if os.environ.get("CI"):
+        pytest.fail(f"{message} (CI is set: every engine must be reachable)", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Engines]:
+    pool = _Engines(tmp_path_factory.mktemp("sqlite"))
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(params=ENGINE_NAMES)
+def engine(request: pytest.FixtureRequest, engines: _Engines) -> Engine:
+    """A live engine; every test that takes it runs once per engine."""
+    return engines.get(request.param)
+
+
+@pytest.fixture
+def pg_engine(engines: _Engines) -> Engine:
+    """The PostgreSQL engine, for tests of PostgreSQL behaviour only."""
+    return engines.get("postgresql")
+
+
+@pytest.fixture
+def mysql_engine(engines: _Engines) -> Engine:
+    """The MariaDB/MySQL engine, for tests of its behaviour only."""
+    return engines.get("mysql")
+
+
+@pytest.fixture
+def spanner_engine(engines: _Engines) -> Engine:
+    """The Spanner emulator's engine, for tests of Spanner behaviour only."""
+    return engines.get("spanner")
+
+
+@pytest.fixture
+def metadata(engine: Engine) -> Iterator[sa.MetaData]:
+    """A fresh MetaData whose tables are dropped after the test."""
+    md = sa.MetaData()
+    yield md
+    md.drop_all(engine)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _unreachable:
+        terminalreporter.section("UNREACHABLE ENGINES: their tests did not run", sep="!", red=True)
+        for name, why in sorted(_unreachable.items()):
+            terminalreporter.write_line(f"{name}: {why}", red=True)

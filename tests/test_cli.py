@@ -1,0 +1,79 @@
+"""The ``seqkeys`` command: the demo and the benchmarks run and print what they promise."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from sqlalchemy_seqkeys.cli import main
+
+
+def test_demo_on_an_embedded_sqlite_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "demo.db"
+    assert main(["demo", "--url", f"sqlite:///{db}"]) == 0
+    out = capsys.readouterr().out
+    assert db.exists()
+    for title in ("COMB GUID (comb_guid, CombGuid())", "CombGuid(binary=True)", "UUIDv7"):
+        assert title in out
+    keys = [uuid.UUID(line.split()[0]) for line in out.splitlines() if line.startswith("  ")]
+    assert len(keys) == 12
+    assert "minted at 20" in out
+
+
+def test_python_dash_m(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "sqlalchemy_seqkeys", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert "demo" in result.stdout
+    assert "bench" in result.stdout
+
+
+def test_bench_comb_generate(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "comb-generate", "--seconds", "0.02", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    for name in ("uuid.uuid4", "new_comb(AS_STRING)", "new_uuid7"):
+        assert name in out
+    assert "vs uuid.uuid4" in out
+    assert "1.00x" in out
+
+
+@pytest.mark.backend
+def test_bench_insert(engine: Engine, capsys: pytest.CaptureFixture[str]) -> None:
+    url = engine.url.render_as_string(hide_password=False)
+    assert (
+        main(
+            [
+                "bench",
+                "insert",
+                "--url",
+                url,
+                "--rows",
+                "2000",
+                "--batch",
+                "500",
+                "--variants",
+                "bigint,uuid4,comb",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in out.splitlines() if line[:1].isalpha()}
+    assert "1.00x" in lines["bigint"]
+    assert "comb / bigint =" in out
+
+
+def test_bench_insert_rejects_unknown_variants(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "insert", "--url", "sqlite://", "--variants", "bigint,nope"]) == 2
+    assert "unknown variant(s) nope" in capsys.readouterr().err

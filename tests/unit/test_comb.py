@@ -1,0 +1,288 @@
+"""COMB GUIDs and UUIDv7: vectors with a frozen clock, order, threads, fork, bad input."""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sqlalchemy_seqkeys import (
+    CombLayout,
+    InvalidGuidError,
+    InvalidLayoutError,
+    NaiveDatetimeError,
+    SeqKeysError,
+    TimestampOutOfRangeError,
+    comb_timestamp,
+    new_comb,
+    new_uuid7,
+)
+from sqlalchemy_seqkeys import comb as comb_module
+
+UTC = timezone.utc
+# 2024-01-02T03:04:05.678Z
+FROZEN_NS = 1_704_164_645_678_000_000
+FROZEN_MS = 1_704_164_645_678
+RANDOM = bytes(range(0x10, 0x1A))  # the 10 "random" bytes every call gets
+
+
+def frozen_source(bits: int, ms_values: list[int] | None = None) -> comb_module._MonotonicSource:
+    clock: Callable[[], int]
+    if ms_values is None:
+        clock = lambda: FROZEN_NS  # noqa: E731 - a one-line fake clock
+    else:
+        it = iter(ms_values)
+        clock = lambda: next(it) * 1_000_000  # noqa: E731
+    return comb_module._MonotonicSource(bits, clock_ns=clock, randbytes=lambda n: RANDOM[:n])
+
+
+def mint(layout: CombLayout, source: comb_module._MonotonicSource) -> uuid.UUID:
+    return comb_module._ENCODERS[layout](*source.next())
+
+
+# The first value of a millisecond: counter = RANDOM >> 1 (79 random bits)
+# = 0x080889098a0a8b0b8c0c; the second adds 1 + (RANDOM & 0xFFFFFFFF)
+# = 1 + 0x16171819, giving 0x080889098a0aa122a426. The millisecond is
+# 0x018cc820db2e. Worked by hand from the byte definitions in comb.py's docs.
+VECTORS = {
+    CombLayout.AS_STRING: (
+        "018cc820-db2e-0808-8909-8a0a8b0b8c0c",
+        "018cc820-db2e-0808-8909-8a0aa122a426",
+    ),
+    CombLayout.AS_BINARY: (
+        "20c88c01-2edb-0808-8909-8a0a8b0b8c0c",
+        "20c88c01-2edb-0808-8909-8a0aa122a426",
+    ),
+    CombLayout.AT_END: (
+        "0c8c0b8b-0a8a-0989-0808-018cc820db2e",
+        "26a422a1-0a8a-0989-0808-018cc820db2e",
+    ),
+}
+
+
+@pytest.mark.parametrize("layout", list(CombLayout))
+def test_frozen_clock_vectors(layout: CombLayout) -> None:
+    source = frozen_source(80)
+    first, second = mint(layout, source), mint(layout, source)
+    assert (str(first), str(second)) == VECTORS[layout]
+    assert comb_timestamp(first, layout) == datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+
+
+def test_vectors_agree_with_the_byte_definitions() -> None:
+    # AS_STRING: timestamp in the first 6 RFC bytes; AS_BINARY: the first 6
+    # Microsoft-order bytes; AT_END: bytes 10-15 (the same in both orders).
+    ms = FROZEN_MS.to_bytes(6, "big")
+    assert uuid.UUID(VECTORS[CombLayout.AS_STRING][0]).bytes[:6] == ms
+    assert uuid.UUID(VECTORS[CombLayout.AS_BINARY][0]).bytes_le[:6] == ms
+    assert uuid.UUID(VECTORS[CombLayout.AT_END][0]).bytes[10:] == ms
+    assert uuid.UUID(VECTORS[CombLayout.AT_END][0]).bytes_le[10:] == ms
+
+
+def test_uuid7_frozen_clock_vector() -> None:
+    source = frozen_source(74)
+    ms, counter = source.next()
+    value = comb_module._uuid_from_int(
+        (ms << 80)
+        | comb_module._UUID7_VERSION_VARIANT
+        | ((counter >> 62) << 64)
+        | (counter & comb_module._LOW62)
+    )
+    # counter = RANDOM >> 7 (73 random bits) = 0x20222426282a2c2e30:
+    # rand_a = counter >> 62 = 0x080, rand_b = 0x222426282a2c2e30 (variant 0b10 on top)
+    assert counter == int.from_bytes(RANDOM, "big") >> 7
+    assert value.version == 7
+    assert value.variant == uuid.RFC_4122
+    assert value.int >> 80 == FROZEN_MS
+    assert str(value) == "018cc820-db2e-7080-a224-26282a2c2e30"
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(1970, 1, 1), max_value=datetime(9999, 12, 31), timezones=st.just(UTC)
+    )
+)
+def test_comb_timestamp_round_trips_at_millisecond_precision(at: datetime) -> None:
+    expected = at.replace(microsecond=at.microsecond // 1000 * 1000)
+    for layout in CombLayout:
+        assert comb_timestamp(new_comb(layout, at=at), layout) == expected
+
+
+def test_now_round_trips() -> None:
+    before = datetime.now(UTC) - timedelta(milliseconds=1)
+    values = {layout: new_comb(layout) for layout in CombLayout}
+    after = datetime.now(UTC) + timedelta(milliseconds=1)
+    for layout, value in values.items():
+        assert before <= comb_timestamp(value, layout) <= after
+
+
+def test_aware_non_utc_datetime_is_the_same_instant() -> None:
+    cet = timezone(timedelta(hours=1))
+    at = datetime(2024, 1, 2, 4, 4, 5, 678000, tzinfo=cet)
+    value = new_comb("as_string", at=at)
+    assert value.int >> 80 == FROZEN_MS
+    assert new_comb("as_string", at=FROZEN_MS).int >> 80 == FROZEN_MS
+
+
+def sort_key(layout: CombLayout) -> Callable[[uuid.UUID], object]:
+    if layout is CombLayout.AS_STRING:
+        return str  # the text form; the same order as UUID.bytes
+    if layout is CombLayout.AS_BINARY:
+        return lambda u: u.bytes_le  # memcmp of the Microsoft byte order (RAW, BINARY)
+    return sql_server_key
+
+
+# SQL Server compares uniqueidentifier bytes (as stored, Microsoft order) in
+# this sequence: .NET's SqlGuid keeps the same table (s_rgiGuidOrder).
+SQL_SERVER_ORDER = (10, 11, 12, 13, 14, 15, 8, 9, 6, 7, 4, 5, 0, 1, 2, 3)
+
+
+def sql_server_key(value: uuid.UUID) -> bytes:
+    stored = value.bytes_le
+    return bytes(stored[i] for i in SQL_SERVER_ORDER)
+
+
+def test_sql_server_order_matches_its_documented_rule() -> None:
+    # The documented rule: the last 6 bytes of the text form decide first.
+    a = uuid.UUID("ffffffff-ffff-ffff-ffff-000000000001")
+    b = uuid.UUID("00000000-0000-0000-0000-000000000002")
+    assert sorted([b, a], key=sql_server_key) == [a, b]
+    # then the 4th group (bytes 8-9), then 3rd, 2nd, 1st
+    c = uuid.UUID("ffffffff-ffff-ffff-0001-000000000000")
+    d = uuid.UUID("00000000-0000-0000-0002-000000000000")
+    assert sorted([d, c], key=sql_server_key) == [c, d]
+    e = uuid.UUID("ffffffff-ffff-0001-0000-000000000000")
+    f = uuid.UUID("00000000-0000-0002-0000-000000000000")
+    assert sorted([f, e], key=sql_server_key) == [e, f]
+
+
+@pytest.mark.parametrize("layout", list(CombLayout))
+def test_same_millisecond_values_sort_in_minting_order(layout: CombLayout) -> None:
+    source = frozen_source(80)
+    values = [mint(layout, source) for _ in range(1000)]
+    assert sorted(values, key=sort_key(layout)) == values
+    assert len(set(values)) == 1000
+
+
+@pytest.mark.parametrize("layout", list(CombLayout))
+def test_real_clock_values_sort_in_minting_order(layout: CombLayout) -> None:
+    values = [new_comb(layout) for _ in range(20_000)]
+    assert sorted(values, key=sort_key(layout)) == values
+
+
+def test_clock_stepping_back_keeps_order() -> None:
+    source = frozen_source(80, [100, 101, 50, 50, 102, 101])
+    pairs = [source.next() for _ in range(6)]
+    assert pairs == sorted(pairs)
+    assert len(set(pairs)) == 6
+    assert [ms for ms, _ in pairs] == [100, 101, 101, 101, 102, 102]
+
+
+def test_counter_overflow_borrows_the_next_millisecond() -> None:
+    source = comb_module._MonotonicSource(
+        8, clock_ns=lambda: FROZEN_NS, randbytes=lambda n: b"\xff" * n
+    )
+    pairs = [source.next() for _ in range(3)]
+    # 8-bit counter: fresh = 0x7f, then +1+0xffffffff overflows -> next ms
+    assert pairs == [(FROZEN_MS, 0x7F), (FROZEN_MS + 1, 0x7F), (FROZEN_MS + 2, 0x7F)]
+
+
+def test_uuid7_is_rfc9562() -> None:
+    values = [new_uuid7() for _ in range(10_000)]
+    assert all(v.version == 7 and v.variant == uuid.RFC_4122 for v in values)
+    assert values == sorted(values)
+    assert len(set(values)) == len(values)
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    assert abs((values[-1].int >> 80) - now_ms) < 5_000
+
+
+@pytest.mark.parametrize("mint_one", [lambda: new_comb("as_string"), new_uuid7])
+def test_threads_mint_unique_values_each_thread_in_order(mint_one: Callable[[], uuid.UUID]) -> None:
+    per_thread = 20_000
+    results: list[list[uuid.UUID]] = [[] for _ in range(8)]
+    start = threading.Barrier(8)
+
+    def work(out: list[uuid.UUID]) -> None:
+        start.wait()
+        out.extend(mint_one() for _ in range(per_thread))
+
+    threads = [threading.Thread(target=work, args=(out,)) for out in results]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    every = [v for out in results for v in out]
+    assert len(set(every)) == 8 * per_thread
+    for out in results:
+        assert out == sorted(out)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX-only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive (pytest's)
+def test_fork_child_keeps_order_and_shares_nothing_with_parent() -> None:
+    for layout_name in ("as_string", "at_end"):
+        layout = CombLayout(layout_name)
+        before = [new_comb(layout) for _ in range(100)]
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            try:
+                values = [new_comb(layout) for _ in range(2000)]
+                os.write(write_fd, "\n".join(map(str, values)).encode())
+            finally:
+                os._exit(0)
+        os.close(write_fd)
+        parent_values = [new_comb(layout) for _ in range(2000)]
+        chunks = []
+        while chunk := os.read(read_fd, 1 << 16):
+            chunks.append(chunk)
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+        child_values = [uuid.UUID(s) for s in b"".join(chunks).decode().split("\n")]
+        key = sort_key(layout)
+        assert len(child_values) == 2000
+        # the child's values follow everything it inherited, in minting order
+        assert sorted(before + child_values, key=key) == before + child_values
+        assert sorted(before + parent_values, key=key) == before + parent_values
+        assert not set(child_values) & set(parent_values)
+
+
+def test_bad_layout() -> None:
+    with pytest.raises(InvalidLayoutError, match="'as_text' is not a COMB layout; use one of"):
+        new_comb("as_text")
+    with pytest.raises(InvalidLayoutError):
+        comb_timestamp(uuid.uuid4(), "sideways")
+    with pytest.raises(InvalidLayoutError):
+        CombLayout.coerce("nope")
+
+
+def test_naive_datetime() -> None:
+    with pytest.raises(NaiveDatetimeError, match="has no timezone"):
+        new_comb(CombLayout.AS_STRING, at=datetime(2024, 1, 1))
+
+
+def test_timestamp_out_of_range() -> None:
+    with pytest.raises(TimestampOutOfRangeError, match="48-bit"):
+        new_comb("as_string", at=datetime(1969, 12, 31, tzinfo=UTC))
+    with pytest.raises(TimestampOutOfRangeError):
+        new_comb("as_string", at=1 << 48)
+    with pytest.raises(TimestampOutOfRangeError):
+        new_comb("as_string", at=-1)
+    # a value whose "timestamp" is past datetime's range: not a COMB of that layout
+    with pytest.raises(TimestampOutOfRangeError, match="probably not minted with layout"):
+        comb_timestamp(uuid.UUID("ffffffff-ffff-4fff-bfff-ffffffffffff"), "as_string")
+
+
+def test_wrong_types() -> None:
+    with pytest.raises(InvalidGuidError, match=r"needs a uuid\.UUID, not str"):
+        comb_timestamp("018cc7ec-4e2e-0808-8909-098a0a8b0b0c", "as_string")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="aware datetime or Unix milliseconds"):
+        new_comb("as_string", at=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        new_comb("as_string", at=True)
+    assert issubclass(InvalidGuidError, SeqKeysError)
