@@ -45,7 +45,9 @@ Spanner's schema design guide warns about. Force a layout with
 
 from __future__ import annotations
 
+import base64
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -54,7 +56,7 @@ from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
 from sqlalchemy.engine.interfaces import Dialect
 
 from ._dialect import dialect_key
-from .comb import CombLayout, new_comb
+from .comb import CombLayout, comb_minter
 from .errors import InvalidGuidError
 
 __all__ = ["CombGuid", "CombGuidDefault", "comb_guid"]
@@ -89,11 +91,17 @@ class _Storage:
     binary_form: str = "bytes"
     #: how an offline script writes 16 bytes, given their hex
     bytes_literal: str = "X'{}'"
+    #: what the driver returns for a binary column, turned into the 16 bytes
+    read_bytes: Callable[[bytes], bytes] = bytes
 
 
 def _spanner_storage() -> _Storage:
+    # The Spanner DB-API returns BYTES values base64-encoded.
     return _Storage(
-        text=sqltypes.String(36), binary=sqltypes.LargeBinary(16), bytes_literal="FROM_HEX('{}')"
+        text=sqltypes.String(36),
+        binary=sqltypes.LargeBinary(16),
+        bytes_literal="FROM_HEX('{}')",
+        read_bytes=base64.b64decode,
     )
 
 
@@ -124,6 +132,18 @@ _STORAGE: dict[str, _Storage] = {
     "mariadb": _MYSQL,
     "sqlite": _SQLITE,
     "spanner": _spanner_storage(),
+}
+
+
+def _uuid_bytes(value: uuid.UUID) -> bytes:
+    return value.bytes
+
+
+#: how a uuid.UUID is handed to the driver, by storage form
+_TO_STORED: dict[str, Callable[[uuid.UUID], Any]] = {
+    "native": lambda value: value,
+    "text": str,
+    "bytes": _uuid_bytes,
 }
 
 
@@ -171,13 +191,29 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
-        guid = _as_uuid(value)
-        form = self._form(dialect)
-        if form == "native":
-            return guid
-        if form == "bytes":
-            return guid.bytes
-        return str(guid)
+        return _TO_STORED[self._form(dialect)](_as_uuid(value))
+
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
+        # The same conversion as process_bind_param, with the storage form
+        # looked up once per dialect instead of once per row.
+        to_stored = _TO_STORED[self._form(dialect)]
+        impl_process = self.impl_instance.bind_processor(dialect)
+        uuid_class = uuid.UUID
+
+        def process(value: Any) -> Any:
+            if value is None:
+                return None
+            if value.__class__ is not uuid_class:
+                value = _as_uuid(value)
+            return to_stored(value)
+
+        if impl_process is None:
+            return process
+
+        def process_then_impl(value: Any) -> Any:
+            return impl_process(process(value))
+
+        return process_then_impl
 
     def process_literal_param(self, value: Any, dialect: Dialect) -> str:
         # Offline SQL: the impl quotes text; bytes get the dialect's hex literal.
@@ -199,7 +235,7 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
         if value is None or isinstance(value, uuid.UUID):
             return value
         if isinstance(value, (bytes, bytearray, memoryview)):
-            return uuid.UUID(bytes=bytes(value))
+            return uuid.UUID(bytes=_storage(dialect).read_bytes(bytes(value)))
         return uuid.UUID(str(value))
 
 
@@ -236,10 +272,12 @@ class CombGuidDefault:
         )
     """
 
-    __slots__ = ("layout",)
+    __slots__ = ("_minters", "layout")
 
     def __init__(self, layout: CombLayout | str | None = None) -> None:
         self.layout = None if layout is None else CombLayout.coerce(layout)
+        # dialect name -> zero-argument minter; filled on first use per dialect
+        self._minters: dict[str, Callable[[], uuid.UUID]] = {}
 
     def __repr__(self) -> str:
         return (
@@ -270,11 +308,26 @@ class CombGuidDefault:
             return self.layout
         return _LAYOUT_FOR_DIALECT.get(dialect_key(dialect), CombLayout.AS_STRING)
 
+    def minter(self, dialect: Dialect | str) -> Callable[[], uuid.UUID]:
+        """The zero-argument function this default calls on ``dialect``.
+
+        Example::
+
+            >>> mint = comb_guid.minter("postgresql")
+            >>> mint() < mint()
+            True
+        """
+        name = dialect if isinstance(dialect, str) else dialect.name
+        try:
+            return self._minters[name]
+        except KeyError:
+            layout = self.layout_for(name)
+            found = uuid.uuid4 if layout is None else comb_minter(layout)
+            self._minters[name] = found
+            return found
+
     def __call__(self, context: _HasDialect) -> uuid.UUID:
-        layout = self.layout_for(context.dialect)
-        if layout is None:
-            return uuid.uuid4()
-        return new_comb(layout)
+        return self.minter(context.dialect)()
 
 
 #: The COMB column default: the right layout for the dialect it runs on.

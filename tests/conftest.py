@@ -62,6 +62,10 @@ class _Engines:
         if name not in self._engines:
             try:
                 engine = sa.create_engine(self.url(name))
+                if name == "spanner":
+                    from ._emulator import configure_engine
+
+                    configure_engine(engine)
                 with engine.connect() as conn:
                     conn.execute(sa.text("SELECT 1"))
             except Exception as exc:  # any failure to reach the engine is reported below

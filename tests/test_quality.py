@@ -40,6 +40,17 @@ def test_ruff_check() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_ruff_format() -> None:
+    result = subprocess.run(
+        [*_tool("ruff"), "format", "--check", "sqlalchemy_seqkeys", "tests", "examples"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_mypy_strict() -> None:
     result = subprocess.run(
         [*_tool("mypy"), "--strict", "sqlalchemy_seqkeys"],

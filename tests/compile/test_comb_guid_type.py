@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 from typing import Any
 
@@ -94,7 +95,9 @@ def test_bind_and_result_round_trip(name: str) -> None:
     for binary in (False, True):
         guid = CombGuid(binary=binary)
         stored = guid.process_bind_param(VALUE, dialect)
-        assert guid.process_result_value(stored, dialect) == VALUE
+        # the Spanner DB-API hands BYTES back base64-encoded
+        returned = base64.b64encode(stored) if name == "spanner" and binary else stored
+        assert guid.process_result_value(returned, dialect) == VALUE
         # text binds are accepted and mean the same GUID
         assert guid.process_bind_param(str(VALUE).upper(), dialect) == stored
         assert guid.process_bind_param(None, dialect) is None
