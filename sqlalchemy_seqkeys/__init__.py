@@ -23,10 +23,17 @@ from .comb import CombLayout, comb_timestamp, new_comb, new_uuid7
 from .errors import (
     InvalidGuidError,
     InvalidLayoutError,
+    InvalidSequenceError,
     NaiveDatetimeError,
     SeqKeysError,
+    SequenceAllocationError,
+    SequenceExhaustedError,
+    SequenceExistsError,
+    SequenceNotFoundError,
+    SequencesTableNotFoundError,
     TimestampOutOfRangeError,
 )
+from .sequences import SequenceMode, TableSequence, create_table_sequence, sequences_table
 from .types import CombGuid, CombGuidDefault, comb_guid
 
 __version__ = "0.1.0"
@@ -37,12 +44,22 @@ __all__ = [
     "CombLayout",
     "InvalidGuidError",
     "InvalidLayoutError",
+    "InvalidSequenceError",
     "NaiveDatetimeError",
     "SeqKeysError",
+    "SequenceAllocationError",
+    "SequenceExhaustedError",
+    "SequenceExistsError",
+    "SequenceMode",
+    "SequenceNotFoundError",
+    "SequencesTableNotFoundError",
+    "TableSequence",
     "TimestampOutOfRangeError",
     "__version__",
     "comb_guid",
     "comb_timestamp",
+    "create_table_sequence",
     "new_comb",
     "new_uuid7",
+    "sequences_table",
 ]

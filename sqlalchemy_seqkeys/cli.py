@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     ins.add_argument("--rows", type=int, default=100_000, help="rows per variant")
     ins.add_argument("--batch", type=int, default=1000, help="rows per INSERT and transaction")
     ins.add_argument(
+        "--repeat", type=int, default=1, help="interleaved rounds; each variant keeps its best"
+    )
+    ins.add_argument(
         "--variants",
         default=",".join(DEFAULT_VARIANTS),
         help=f"comma-separated, from: {', '.join(VARIANTS)}",
@@ -76,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    print(run_insert(args.url, args.rows, args.batch, names))
+    print(run_insert(args.url, args.rows, args.batch, names, repeat=args.repeat))
     return 0
 
 

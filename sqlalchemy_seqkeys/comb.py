@@ -123,19 +123,28 @@ class _MonotonicSource:
     The counter has ``counter_bits`` bits. A new millisecond starts the counter
     at a random value below half its range; a repeated (or earlier: the clock
     may step back) millisecond adds a random step of 1 to 2**32 to it.
+
+    Random bytes are read from ``randbytes`` (``os.urandom``) in blocks of
+    ``_BLOCK`` draws, one system call per block instead of one per value. A
+    forked child throws its copy of the block away (see ``_after_fork_in_child``),
+    so parent and child never use the same bytes.
     """
 
     __slots__ = (
         "__weakref__",
-        "_bits",
+        "_buffer",
         "_clock_ns",
         "_counter",
+        "_fresh_shift",
         "_lock",
         "_max",
         "_ms",
         "_nbytes",
+        "_pos",
         "_randbytes",
     )
+
+    _BLOCK = 256
 
     def __init__(
         self,
@@ -144,34 +153,40 @@ class _MonotonicSource:
         clock_ns: Callable[[], int] = time.time_ns,
         randbytes: Callable[[int], bytes] = os.urandom,
     ) -> None:
-        self._bits = counter_bits
         self._max = (1 << counter_bits) - 1
         self._nbytes = (counter_bits + 7) // 8
+        # a fresh counter keeps its top bit clear: 2**(bits-1) of room for steps
+        self._fresh_shift = self._nbytes * 8 - counter_bits + 1
         self._clock_ns = clock_ns
         self._randbytes = randbytes
         self._lock = threading.Lock()
         self._ms = -1
         self._counter = 0
+        self._buffer = b""
+        self._pos = 0
         _live_sources.add(self)
-
-    def _fresh(self, r: int) -> int:
-        # Keep the top bit clear: at least 2**(bits-1) of room for the steps.
-        return (r >> (self._nbytes * 8 - self._bits + 1)) if self._bits else 0
 
     def next(self) -> tuple[int, int]:
         """Return the next pair; the pair is larger than every earlier one."""
-        r = int.from_bytes(self._randbytes(self._nbytes), "big")
         ms = self._clock_ns() // 1_000_000
+        n = self._nbytes
         with self._lock:
+            pos = self._pos
+            if pos + n > len(self._buffer):
+                self._buffer = self._randbytes(n * self._BLOCK)
+                pos = 0
+            self._pos = pos + n
+            r = int.from_bytes(self._buffer[pos : pos + n], "big")
             if ms > self._ms:
                 self._ms = ms
-                counter = self._fresh(r)
+                counter = r >> self._fresh_shift
             else:
                 ms = self._ms
                 counter = self._counter + 1 + (r & 0xFFFFFFFF)
                 if counter > self._max:
+                    # this millisecond ran out of room: borrow the next one
                     ms = self._ms = ms + 1
-                    counter = self._fresh(r)
+                    counter = r >> self._fresh_shift
             self._counter = counter
         if ms >= _MS_LIMIT:
             raise TimestampOutOfRangeError(
@@ -183,6 +198,9 @@ class _MonotonicSource:
     def _after_fork_in_child(self) -> None:
         # The lock may have been held by a thread that does not exist here.
         self._lock = threading.Lock()
+        # Never reuse the parent's buffered random bytes.
+        self._buffer = b""
+        self._pos = 0
         # Exhaust the current millisecond: the child's next value takes a fresh
         # random counter in a later millisecond, so it stays above everything
         # the child inherited and shares no counter walk with the parent.
@@ -296,11 +314,24 @@ def comb_minter(layout: CombLayout | str) -> Callable[[], uuid.UUID]:
     except (KeyError, TypeError):
         raise _bad_layout(layout) from None
     source_next = _comb_source.next
+    if encode is not _encode_as_string:
 
-    def mint() -> uuid.UUID:
-        return encode(*source_next())
+        def mint() -> uuid.UUID:
+            return encode(*source_next())
 
-    return mint
+        return mint
+
+    # The default layout on most engines, inlined: this runs once per row.
+    uuid_class = uuid.UUID
+
+    def mint_as_string() -> uuid.UUID:
+        ms, counter = source_next()
+        u: uuid.UUID = _object_new(uuid_class)
+        _object_setattr(u, "int", (ms << 80) | counter)
+        _object_setattr(u, "is_safe", _SAFE_UNKNOWN)
+        return u
+
+    return mint_as_string
 
 
 def new_comb(layout: CombLayout | str, *, at: datetime | int | None = None) -> uuid.UUID:

@@ -21,8 +21,14 @@ from __future__ import annotations
 __all__ = [
     "InvalidGuidError",
     "InvalidLayoutError",
+    "InvalidSequenceError",
     "NaiveDatetimeError",
     "SeqKeysError",
+    "SequenceAllocationError",
+    "SequenceExhaustedError",
+    "SequenceExistsError",
+    "SequenceNotFoundError",
+    "SequencesTableNotFoundError",
     "TimestampOutOfRangeError",
 ]
 
@@ -68,4 +74,52 @@ class InvalidGuidError(SeqKeysError, TypeError):
 
     Example: binding ``12345`` to a :class:`CombGuid` column raises it; pass a
     ``uuid.UUID`` or its 36-character string.
+    """
+
+
+class InvalidSequenceError(SeqKeysError, ValueError):
+    """A table sequence declared with arguments that cannot work.
+
+    Example: ``TableSequence("invoice_id", mode="batch", batch_size=0)`` raises
+    it; a batch must hold at least one value.
+    """
+
+
+class SequenceNotFoundError(SeqKeysError, LookupError):
+    """The sequences table has no row for the sequence being used.
+
+    Example: allocating from ``TableSequence("invoice_id", ...)`` before
+    ``create_table_sequence(engine, "invoice_id")`` raises it.
+    """
+
+
+class SequencesTableNotFoundError(SeqKeysError, LookupError):
+    """The ``sequences`` table itself does not exist in the database.
+
+    Example: create it with ``sequences_table(metadata)`` and
+    ``metadata.create_all(engine)``, or with the Alembic operation
+    ``op.create_sequences_table()``.
+    """
+
+
+class SequenceExistsError(SeqKeysError, ValueError):
+    """``create_table_sequence`` for a name that already has a row.
+
+    Example: call it with ``if_not_exists=True`` to make it a no-op instead.
+    """
+
+
+class SequenceExhaustedError(SeqKeysError, OverflowError):
+    """A sequence whose next block would pass 2**63 - 1, the BIGINT maximum.
+
+    Nothing is allocated when it is raised. Example: a sequence at
+    ``2**63 - 100`` cannot hand out a block of 200 values.
+    """
+
+
+class SequenceAllocationError(SeqKeysError):
+    """Allocating from a table sequence failed, after retries where retrying was safe.
+
+    The original database error is the ``__cause__``. Example: the server
+    went away and did not come back within the retry budget.
     """

@@ -327,7 +327,10 @@ class CombGuidDefault:
             return found
 
     def __call__(self, context: _HasDialect) -> uuid.UUID:
-        return self.minter(context.dialect)()
+        mint = self._minters.get(context.dialect.name)
+        if mint is None:
+            mint = self.minter(context.dialect)
+        return mint()
 
 
 #: The COMB column default: the right layout for the dialect it runs on.

@@ -195,20 +195,36 @@ def run(
     batch: int = 1000,
     variants: Iterable[str] = DEFAULT_VARIANTS,
     verbose: bool = True,
+    repeat: int = 1,
 ) -> str:
-    """Run the named variants on ``url`` and return the report."""
+    """Run the named variants on ``url`` and return the report.
+
+    With ``repeat`` > 1 the variants run in interleaved rounds and each keeps
+    its fastest round, which damps the noise of a shared machine.
+    """
     engine = sa.create_engine(url)
-    results = []
+    if dialect_key(engine.dialect) == "spanner":
+        # Spanner takes at most 950 parameters per statement.
+        engine.dialect.insertmanyvalues_max_parameters = 950
+    names = list(variants)
+    best: dict[str, Result] = {}
     try:
-        for name in variants:
-            variant = VARIANTS[name]
-            step = max(rows // 10, batch)
+        for round_no in range(1, repeat + 1):
+            for name in names:
+                step = max(rows // 10, batch)
 
-            def progress(done: int, name: str = name, step: int = step) -> None:
-                if verbose and (done % step == 0 or done == rows):
-                    print(f"  {name}: {done:,}/{rows:,} rows", flush=True)
+                def progress(
+                    done: int, name: str = name, step: int = step, round_no: int = round_no
+                ) -> None:
+                    if verbose and (done % step == 0 or done == rows):
+                        print(f"  round {round_no} {name}: {done:,}/{rows:,} rows", flush=True)
 
-            results.append(run_variant(engine, variant, rows, batch, progress))
+                result = run_variant(engine, VARIANTS[name], rows, batch, progress)
+                if name not in best or result.seconds < best[name].seconds:
+                    best[name] = result
     finally:
         engine.dispose()
-    return render(results, url)
+    report = render([best[name] for name in names], url)
+    if repeat > 1:
+        report += f"\n(best of {repeat} interleaved rounds per variant)"
+    return report

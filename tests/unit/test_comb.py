@@ -39,7 +39,13 @@ def frozen_source(bits: int, ms_values: list[int] | None = None) -> comb_module.
     else:
         it = iter(ms_values)
         clock = lambda: next(it) * 1_000_000  # noqa: E731
-    return comb_module._MonotonicSource(bits, clock_ns=clock, randbytes=lambda n: RANDOM[:n])
+    return comb_module._MonotonicSource(bits, clock_ns=clock, randbytes=fake_randbytes)
+
+
+def fake_randbytes(n: int) -> bytes:
+    """Every 10-byte draw from the source's random block is RANDOM."""
+    assert n % 10 == 0
+    return RANDOM * (n // 10)
 
 
 def mint(layout: CombLayout, source: comb_module._MonotonicSource) -> uuid.UUID:
@@ -190,6 +196,22 @@ def test_counter_overflow_borrows_the_next_millisecond() -> None:
     pairs = [source.next() for _ in range(3)]
     # 8-bit counter: fresh = 0x7f, then +1+0xffffffff overflows -> next ms
     assert pairs == [(FROZEN_MS, 0x7F), (FROZEN_MS + 1, 0x7F), (FROZEN_MS + 2, 0x7F)]
+
+
+def test_a_forked_child_draws_new_random_bytes() -> None:
+    calls: list[int] = []
+
+    def counting_randbytes(n: int) -> bytes:
+        calls.append(n)
+        return os.urandom(n)
+
+    source = comb_module._MonotonicSource(80, randbytes=counting_randbytes)
+    source.next()
+    source.next()
+    assert len(calls) == 1  # one block serves many draws
+    source._after_fork_in_child()  # what os.register_at_fork runs in a child
+    source.next()
+    assert len(calls) == 2  # the child never reuses the parent's block
 
 
 def test_uuid7_is_rfc9562() -> None:

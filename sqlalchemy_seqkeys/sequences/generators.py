@@ -1,0 +1,416 @@
+"""``TableSequence``: numeric keys from the sequences table, in four modes.
+
+A table sequence is a row of the ``sequences`` table. Each mode trades order,
+gaps and speed differently (the modes of Spanner's sequence-generation guide):
+
+================  =========  =======  =========================  =========================
+mode              ordered    gapless  round trips                where the value is taken
+================  =========  =======  =========================  =========================
+in_transaction    yes        yes      one per value              the flush's own transaction
+separate          yes        no       one per value              a short transaction of its own
+batch             no         no       one per ``batch_size``     a short transaction, per block
+async_batch       no         no       none on the insert's path  a background thread, per block
+================  =========  =======  =========================  =========================
+
+Declare it as a column default and create its row once::
+
+    from sqlalchemy import BigInteger
+    from sqlalchemy.orm import Mapped, mapped_column
+    from sqlalchemy_seqkeys import TableSequence
+
+    invoice_id = TableSequence("invoice_id", mode="async_batch")
+
+    class Invoice(Base):
+        __tablename__ = "invoices"
+        id: Mapped[int] = mapped_column(BigInteger, primary_key=True, default=invoice_id)
+
+    invoice_id.create(engine, if_not_exists=True)   # or op.create_table_sequence(...)
+
+- ``in_transaction``: the value is taken on the flush's connection, inside the
+  application's transaction. Committed rows get consecutive values in commit
+  order; a rollback gives the values back. The row stays locked until the
+  application's transaction ends, which caps the whole database at one such
+  transaction at a time per sequence.
+- ``separate``: each value is taken in a short transaction of its own on
+  another connection from the same engine's pool, and committed at once. A
+  value taken for a row that is then rolled back leaves a gap. Size the pool
+  for it: each flush holds one connection and borrows a second.
+- ``batch``: ``batch_size`` values are reserved in one short transaction and
+  handed out from memory, thread-safe, with the state kept per engine (pool)
+  and sequence. Each process has its own block, so values are unique but not
+  globally ordered; a process that stops leaves the rest of its block unused.
+- ``async_batch``: as ``batch``, and once fewer than ``low_watermark`` values
+  remain, a background thread reserves the next block, so no insert waits for
+  the database when ``batch_size`` and ``low_watermark`` suit the insert rate.
+  At most one refill per sequence runs at a time. A refill that fails is
+  raised to the caller that needs the block (a library error as it is, a
+  database error as :class:`~sqlalchemy_seqkeys.SequenceAllocationError` with
+  the database error as its cause), and the next call tries again.
+
+Allocations in their own transaction are retried on serialization failures,
+deadlocks, dropped connections and Spanner's aborted transactions, a bounded
+number of times with backoff; a retry never hands out a value twice. A forked
+child process never hands out a value from its parent's block.
+
+**SQLite** has a single writer. When the flush's own transaction already holds
+the write lock (it has written), a second connection could not take a value
+until that transaction ends, so ``separate``, ``batch`` and ``async_batch``
+then take the value on the flush's connection, inside its transaction, one at
+a time (values already reserved in memory are used first). Such values return
+to the sequence if the transaction rolls back, like ``in_transaction`` ones;
+they stay unique either way.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+
+from sqlalchemy_seqkeys._dialect import dialect_key
+from sqlalchemy_seqkeys.errors import InvalidSequenceError, SeqKeysError, SequenceAllocationError
+
+from ._retry import retrying
+from .table import DEFAULT_TABLE, MAX_VALUE, allocate, check_name, create_table_sequence
+
+__all__ = ["SequenceMode", "TableSequence"]
+
+
+class SequenceMode(str, Enum):
+    """How a :class:`TableSequence` takes values; plain strings are accepted too.
+
+    Example::
+
+        >>> SequenceMode("async_batch") is SequenceMode.ASYNC_BATCH
+        True
+    """
+
+    #: In the application's transaction: ordered and gapless (the source's SYNC).
+    IN_TRANSACTION = "in_transaction"
+    #: In a short transaction of its own, per value (the source's ASYNC).
+    SEPARATE = "separate"
+    #: ``batch_size`` values per round trip, handed out from memory.
+    BATCH = "batch"
+    #: As BATCH, refilled by a background thread at the low watermark.
+    ASYNC_BATCH = "async_batch"
+
+    @classmethod
+    def coerce(cls, value: SequenceMode | str) -> SequenceMode:
+        """Return the member for ``value`` or raise InvalidSequenceError.
+
+        Example::
+
+            >>> SequenceMode.coerce("batch")
+            <SequenceMode.BATCH: 'batch'>
+        """
+        try:
+            return cls(value)
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in cls)
+            raise InvalidSequenceError(
+                f"{value!r} is not a sequence mode; use one of {choices}"
+            ) from None
+
+
+class _HasConnection(Protocol):
+    """What a column default receives: the execution context of the INSERT."""
+
+    @property
+    def connection(self) -> sa.Connection: ...
+
+
+# -- SQLite: does the flush's transaction hold the write lock? ---------------
+
+
+def _sqlite_holds_write_lock(conn: sa.Connection) -> bool:
+    # pysqlite opens its transaction right before the first write, so an open
+    # transaction on the DB-API connection means the write lock is (or is
+    # about to be) held by this connection.
+    return bool(getattr(conn.connection.dbapi_connection, "in_transaction", False))
+
+
+_HOLDS_SINGLE_WRITER_LOCK: dict[str, Callable[[sa.Connection], bool]] = {
+    "sqlite": _sqlite_holds_write_lock,
+}
+
+
+def _must_stay_on(conn: sa.Connection) -> bool:
+    check = _HOLDS_SINGLE_WRITER_LOCK.get(dialect_key(conn.dialect))
+    return check is not None and check(conn)
+
+
+# -- per engine (pool) state of the batch modes -------------------------------
+
+
+class _BlockState:
+    """The block of values one process holds for one sequence on one database."""
+
+    __slots__ = ("cond", "end", "error", "next", "pid", "refilling", "spare")
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition(threading.Lock())
+        self.next = 0
+        self.end = 0  # values next .. end-1 are ours to hand out
+        self.spare: tuple[int, int] | None = None  # a block fetched ahead (async)
+        self.refilling = False
+        self.error: BaseException | None = None
+        self.pid = os.getpid()
+
+
+_live_sequences: weakref.WeakSet[TableSequence] = weakref.WeakSet()
+
+
+def _forget_blocks_after_fork() -> None:
+    for sequence in list(_live_sequences):
+        sequence._forget_blocks()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_forget_blocks_after_fork)
+
+
+class TableSequence:
+    """A numeric key from the sequences table; use it as a column default.
+
+    ``mode`` is one of :class:`SequenceMode` (or its string). ``batch_size``
+    and ``low_watermark`` apply to the batch modes; ``start`` is the first
+    value when :meth:`create` adds the sequence's row; ``table`` names the
+    sequences table.
+
+    Example::
+
+        invoice_id = TableSequence("invoice_id", mode="in_transaction")
+        id: Mapped[int] = mapped_column(BigInteger, primary_key=True, default=invoice_id)
+
+        invoice_id.create(engine, if_not_exists=True)
+        invoice_id.next_value(engine)      # outside the ORM
+        invoice_id.next_values(engine, 5)
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        mode: SequenceMode | str,
+        batch_size: int = 200,
+        low_watermark: int = 50,
+        start: int = 1,
+        table: str = DEFAULT_TABLE,
+    ) -> None:
+        self.name = check_name(name)
+        self.mode = SequenceMode.coerce(mode)
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise InvalidSequenceError(
+                f"batch_size must be an int of at least 1, not {batch_size!r}"
+            )
+        if self.mode is SequenceMode.ASYNC_BATCH and not (
+            isinstance(low_watermark, int) and 0 <= low_watermark < batch_size
+        ):
+            raise InvalidSequenceError(
+                f"low_watermark must be an int from 0 to batch_size - 1 ({batch_size - 1}), "
+                f"not {low_watermark!r}: the refill starts when fewer values than that remain"
+            )
+        if not isinstance(start, int) or isinstance(start, bool) or not 0 <= start <= MAX_VALUE:
+            raise InvalidSequenceError(f"start must be an int from 0 to {MAX_VALUE}, not {start!r}")
+        self.batch_size = batch_size
+        self.low_watermark = low_watermark
+        self.start = start
+        self.table = table
+        self._states: weakref.WeakKeyDictionary[Any, _BlockState] = weakref.WeakKeyDictionary()
+        self._states_lock = threading.Lock()
+        self._take: Callable[[sa.Engine, sa.Connection | None], int] = {
+            SequenceMode.IN_TRANSACTION: self._take_in_transaction,
+            SequenceMode.SEPARATE: self._take_separate,
+            SequenceMode.BATCH: self._take_batch,
+            SequenceMode.ASYNC_BATCH: self._take_async_batch,
+        }[self.mode]
+        _live_sequences.add(self)
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.mode in (SequenceMode.BATCH, SequenceMode.ASYNC_BATCH):
+            extra = f", batch_size={self.batch_size}"
+        if self.mode is SequenceMode.ASYNC_BATCH:
+            extra += f", low_watermark={self.low_watermark}"
+        return f"TableSequence({self.name!r}, mode={self.mode.value!r}{extra})"
+
+    # -- public API -------------------------------------------------------------
+
+    def __call__(self, context: _HasConnection) -> int:
+        """The column default: one value for the row being inserted."""
+        conn = context.connection
+        return self._take(conn.engine, conn)
+
+    def create(self, bind: sa.Engine | sa.Connection, *, if_not_exists: bool = False) -> bool:
+        """Add this sequence's row, starting at ``start``; see :func:`create_table_sequence`.
+
+        Example::
+
+            TableSequence("invoice_id", mode="batch", start=1000).create(engine)
+        """
+        return create_table_sequence(
+            bind, self.name, self.start, table=self.table, if_not_exists=if_not_exists
+        )
+
+    def next_value(self, bind: sa.Engine | sa.Connection) -> int:
+        """Take one value outside the ORM; with an Engine, in a transaction of its own.
+
+        Example::
+
+            invoice_id.next_value(engine)
+        """
+        if isinstance(bind, sa.Engine):
+            return self._take(bind, None)
+        return self._take(bind.engine, bind)
+
+    def next_values(self, bind: sa.Engine | sa.Connection, n: int) -> list[int]:
+        """Take ``n`` values; in the per-value modes, as one contiguous block.
+
+        Example::
+
+            invoice_id.next_values(engine, 3)   # e.g. [41, 42, 43]
+        """
+        if n < 0:
+            raise InvalidSequenceError(f"cannot take {n} values; ask for 0 or more")
+        if n == 0:
+            return []
+        if self.mode in (SequenceMode.BATCH, SequenceMode.ASYNC_BATCH):
+            if isinstance(bind, sa.Engine):
+                return [self._take(bind, None) for _ in range(n)]
+            return [self._take(bind.engine, bind) for _ in range(n)]
+        if isinstance(bind, sa.Engine):
+            first = self._allocate_separately(bind, n)  # a transaction of its own
+        elif self.mode is SequenceMode.IN_TRANSACTION or _must_stay_on(bind):
+            first = allocate(bind, self.name, n, table=self.table)
+        else:
+            first = self._allocate_separately(bind.engine, n)
+        return list(range(first, first + n))
+
+    # -- the four modes ---------------------------------------------------------
+
+    # Each takes the engine and, when there is one, the connection of the
+    # statement that needs the value (None: no transaction of the caller's).
+
+    def _take_in_transaction(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
+        if conn is None:  # no transaction of the caller's: take it in one of its own
+            return self._allocate_separately(engine, 1)
+        return allocate(conn, self.name, 1, table=self.table)
+
+    def _take_separate(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
+        if conn is not None and _must_stay_on(conn):
+            return allocate(conn, self.name, 1, table=self.table)
+        return self._allocate_separately(engine, 1)
+
+    def _take_batch(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
+        state = self._state(engine)
+        with state.cond:
+            self._check_fork(state)
+            if state.next < state.end:
+                value = state.next
+                state.next += 1
+                return value
+            if conn is not None and _must_stay_on(conn):
+                return allocate(conn, self.name, 1, table=self.table)
+            first = self._allocate_separately(engine, self.batch_size)
+            state.next, state.end = first + 1, first + self.batch_size
+            return first
+
+    def _take_async_batch(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
+        state = self._state(engine)
+        with state.cond:
+            self._check_fork(state)
+            while True:
+                if state.next < state.end:
+                    value = state.next
+                    state.next += 1
+                    if (
+                        state.end - state.next < self.low_watermark
+                        and state.spare is None
+                        and not state.refilling
+                        and state.error is None
+                    ):
+                        self._start_refill(engine, state)
+                    return value
+                if state.spare is not None:
+                    state.next, state.end = state.spare
+                    state.spare = None
+                    continue
+                if state.error is not None:
+                    error, state.error = state.error, None
+                    if isinstance(error, SeqKeysError):  # already says what to do
+                        raise error
+                    raise SequenceAllocationError(
+                        f"the background refill of sequence {self.name!r} failed: "
+                        f"{type(error).__name__}: {error}; the next call tries again"
+                    ) from error
+                if conn is not None and _must_stay_on(conn):
+                    return allocate(conn, self.name, 1, table=self.table)
+                if not state.refilling:
+                    self._start_refill(engine, state)
+                state.cond.wait()
+
+    # -- helpers ----------------------------------------------------------------
+
+    def _allocate_separately(self, engine: sa.Engine, n: int) -> int:
+        def attempt() -> int:
+            with engine.begin() as conn:
+                return allocate(conn, self.name, n, table=self.table)
+
+        return retrying(attempt, what=f"allocating {n} value(s) from sequence {self.name!r}")
+
+    def _start_refill(self, engine: sa.Engine, state: _BlockState) -> None:
+        # Called with state.cond held.
+        state.refilling = True
+        thread = threading.Thread(
+            target=self._refill,
+            args=(engine, state),
+            name=f"seqkeys-refill-{self.name}",
+            daemon=True,
+        )
+        thread.start()
+
+    def _refill(self, engine: sa.Engine, state: _BlockState) -> None:
+        block: tuple[int, int] | None = None
+        error: BaseException | None = None
+        try:
+            first = self._allocate_separately(engine, self.batch_size)
+            block = (first, first + self.batch_size)
+        except BaseException as exc:  # handed to the caller that needs the block
+            error = exc
+        with state.cond:
+            if state.pid == os.getpid():
+                state.spare = block
+                state.error = error
+            state.refilling = False
+            state.cond.notify_all()
+
+    def _state(self, engine: sa.Engine) -> _BlockState:
+        pool = engine.pool  # engines sharing a pool share the database and the block
+        state = self._states.get(pool)
+        if state is None:
+            with self._states_lock:
+                state = self._states.get(pool)
+                if state is None:
+                    state = self._states[pool] = _BlockState()
+        return state
+
+    @staticmethod
+    def _check_fork(state: _BlockState) -> None:
+        # Belt and braces beside os.register_at_fork: a block reserved by
+        # another process is never handed out here.
+        pid = os.getpid()
+        if state.pid != pid:
+            state.pid = pid
+            state.next = state.end = 0
+            state.spare = None
+            state.refilling = False
+            state.error = None
+
+    def _forget_blocks(self) -> None:
+        self._states_lock = threading.Lock()
+        self._states = weakref.WeakKeyDictionary()

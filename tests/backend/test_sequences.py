@@ -1,0 +1,418 @@
+"""Table sequences on real engines: every mode through the ORM, load, faults, fork."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+from sqlalchemy_seqkeys import (
+    SequenceExhaustedError,
+    SequenceExistsError,
+    SequenceMode,
+    SequenceNotFoundError,
+    SequencesTableNotFoundError,
+    TableSequence,
+    create_table_sequence,
+    sequences_table,
+)
+from sqlalchemy_seqkeys.sequences.table import MAX_VALUE, read_next_value
+
+from . import _seq_workers
+
+pytestmark = pytest.mark.backend
+
+MODES = [m.value for m in SequenceMode]
+ROOT = Path(__file__).parent.parent.parent
+
+
+@pytest.fixture
+def seq_engine(engine: Engine) -> Iterator[Engine]:
+    """``engine`` with a fresh sequences table."""
+    metadata = sa.MetaData()
+    sequences_table(metadata)
+    metadata.drop_all(engine)
+    metadata.create_all(engine)
+    yield engine
+    metadata.drop_all(engine)
+
+
+def make_model(default: TableSequence, table: str = "seqkeys_seq_rows") -> tuple[type[Any], Any]:
+    class Base(DeclarativeBase):
+        pass
+
+    class Row(Base):
+        __tablename__ = table
+        id: Mapped[int] = mapped_column(
+            sa.BigInteger, primary_key=True, default=default, autoincrement=False
+        )
+        note: Mapped[str] = mapped_column(sa.String(20))
+
+    return Row, Base.metadata
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_through_the_orm(seq_engine: Engine, mode: str) -> None:
+    sequence = TableSequence("rows_id", mode=mode, batch_size=50, low_watermark=10, start=100)
+    sequence.create(seq_engine)
+    model, metadata = make_model(sequence)
+    metadata.drop_all(seq_engine)
+    metadata.create_all(seq_engine)
+    try:
+        with Session(seq_engine) as session:
+            for flush in range(6):
+                session.add_all(model(note=f"{flush}-{i}") for i in range(40))
+                session.flush()
+            session.commit()
+            ids = session.scalars(sa.select(model.id).order_by(model.id)).all()
+        assert len(ids) == len(set(ids)) == 240
+        assert min(ids) >= 100
+        if mode in ("in_transaction", "separate"):
+            assert ids == list(range(100, 340))  # one process: ordered, no gaps
+        with seq_engine.connect() as conn:
+            stored = read_next_value(conn, "rows_id")
+        assert stored is not None
+        assert stored > max(ids)
+    finally:
+        metadata.drop_all(seq_engine)
+
+
+def test_in_transaction_rollback_gives_values_back(seq_engine: Engine) -> None:
+    sequence = TableSequence("rb_id", mode="in_transaction", start=1)
+    sequence.create(seq_engine)
+    model, metadata = make_model(sequence)
+    metadata.drop_all(seq_engine)
+    metadata.create_all(seq_engine)
+    try:
+        with Session(seq_engine) as session:
+            session.add_all(model(note="lost") for _ in range(3))
+            session.flush()
+            session.rollback()
+            session.add_all(model(note="kept") for _ in range(3))
+            session.commit()
+            ids = session.scalars(sa.select(model.id).order_by(model.id)).all()
+        assert ids == [1, 2, 3]
+    finally:
+        metadata.drop_all(seq_engine)
+
+
+def test_ten_thousand_objects_flush_in_batched_inserts(seq_engine: Engine) -> None:
+    sequence = TableSequence("bulk_id", mode="async_batch", batch_size=1000, low_watermark=200)
+    sequence.create(seq_engine)
+    model, metadata = make_model(sequence)
+    metadata.drop_all(seq_engine)
+    metadata.create_all(seq_engine)
+    inserts: list[int] = []
+
+    def count(conn: Any, cursor: Any, statement: str, params: Any, *args: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO SEQKEYS_SEQ_ROWS"):
+            inserts.append(1)
+
+    sa.event.listen(seq_engine, "before_cursor_execute", count)
+    try:
+        with Session(seq_engine) as session:
+            session.add_all(model(note=str(i)) for i in range(10_000))
+            session.commit()
+            total = session.scalar(sa.select(sa.func.count(sa.distinct(model.id))))
+    finally:
+        sa.event.remove(seq_engine, "before_cursor_execute", count)
+        metadata.drop_all(seq_engine)
+    assert total == 10_000
+    # multi-row INSERTs (Spanner's 950-parameter limit makes its pages smaller)
+    assert len(inserts) <= 40, f"{len(inserts)} INSERT statements for 10,000 rows"
+
+
+def test_next_value_and_next_values_outside_the_orm(seq_engine: Engine) -> None:
+    for mode in MODES:
+        sequence = TableSequence(f"plain_{mode}", mode=mode, batch_size=5, low_watermark=2)
+        sequence.create(seq_engine)
+        values = [sequence.next_value(seq_engine) for _ in range(7)] + sequence.next_values(
+            seq_engine, 4
+        )
+        assert len(set(values)) == 11
+        if mode in ("in_transaction", "separate"):
+            assert values == list(range(1, 12))
+        with seq_engine.begin() as conn:
+            more = sequence.next_values(conn, 3)
+        assert not set(more) & set(values)
+
+
+def test_create_table_sequence(seq_engine: Engine) -> None:
+    assert create_table_sequence(seq_engine, "orders_id", start=500) is True
+    with pytest.raises(SequenceExistsError, match="if_not_exists=True"):
+        create_table_sequence(seq_engine, "orders_id", start=1)
+    assert create_table_sequence(seq_engine, "orders_id", start=1, if_not_exists=True) is False
+    with seq_engine.connect() as conn:
+        assert read_next_value(conn, "orders_id") == 500  # left as it was
+
+
+def test_missing_sequence_row(seq_engine: Engine) -> None:
+    for mode in MODES:
+        with pytest.raises(
+            SequenceNotFoundError, match=r"create_table_sequence\(engine, 'ghost'\)"
+        ):
+            TableSequence("ghost", mode=mode).next_value(seq_engine)
+
+
+def test_missing_sequences_table(engine: Engine) -> None:
+    metadata = sa.MetaData()
+    sequences_table(metadata)
+    metadata.drop_all(engine)
+    with pytest.raises(SequencesTableNotFoundError, match="create_sequences_table"):
+        TableSequence("x", mode="separate").next_value(engine)
+
+
+def test_block_past_bigint_max_allocates_nothing(seq_engine: Engine) -> None:
+    create_table_sequence(seq_engine, "big", start=MAX_VALUE - 100)
+    with pytest.raises(SequenceExhaustedError, match="nothing was allocated"):
+        TableSequence("big", mode="batch", batch_size=200).next_value(seq_engine)
+    with seq_engine.connect() as conn:
+        assert read_next_value(conn, "big") == MAX_VALUE - 100
+    values = TableSequence("big", mode="batch", batch_size=50).next_values(seq_engine, 50)
+    assert values == list(range(MAX_VALUE - 100, MAX_VALUE - 50))
+
+
+def test_sqlite_single_writer_does_not_deadlock(tmp_path: Path) -> None:
+    """A refill while the flush holds SQLite's write lock runs on the flush's connection."""
+    engine = sa.create_engine(
+        f"sqlite:///{tmp_path / 'single-writer.db'}", connect_args={"timeout": 1}
+    )
+    metadata = sa.MetaData()
+    sequences_table(metadata)
+    metadata.create_all(engine)
+    for mode in ("separate", "batch", "async_batch"):
+        sequence = TableSequence(f"w_{mode}", mode=mode, batch_size=3, low_watermark=1)
+        sequence.create(engine)
+        model, model_metadata = make_model(sequence, table=f"rows_{mode}")
+        model_metadata.create_all(engine)
+        started = time.monotonic()
+        with Session(engine) as session:
+            for i in range(10):  # ten flushes in one write transaction
+                session.add(model(note=str(i)))
+                session.flush()
+            session.commit()
+        with Session(engine) as session:
+            session.add_all(model(note="rolled back") for _ in range(5))
+            session.flush()
+            session.rollback()
+            session.add(model(note="after"))
+            session.commit()
+            ids = session.scalars(sa.select(model.id)).all()
+        assert time.monotonic() - started < 5, "a refill waited for the write lock"
+        assert len(ids) == len(set(ids)) == 11
+    engine.dispose()
+
+
+def test_async_batch_refill_failure_reaches_the_caller_then_recovers(seq_engine: Engine) -> None:
+    sequence = TableSequence("flaky", mode="async_batch", batch_size=10, low_watermark=5)
+    sequence.create(seq_engine)
+    first = sequence.next_values(seq_engine, 6)  # 4 left, under the watermark: a refill starts
+    metadata = sa.MetaData()
+    table = sequences_table(metadata)
+    # Wait for that refill, then make the next one fail: the row disappears.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with seq_engine.connect() as conn:
+            if read_next_value(conn, "flaky") == 21:
+                break
+        time.sleep(0.01)
+    else:
+        pytest.fail("the background refill never happened")
+    with seq_engine.begin() as conn:
+        saved = conn.execute(sa.select(table.c.next_value)).scalar_one()
+        conn.execute(sa.delete(table))
+    rest = sequence.next_values(seq_engine, 14)  # 4 from the block, 10 from the spare
+    assert first + rest == list(range(1, 21))
+    with pytest.raises(SequenceNotFoundError):  # the refill's error, raised to this caller
+        sequence.next_values(seq_engine, 1)
+    with seq_engine.begin() as conn:
+        conn.execute(sa.insert(table).values(name="flaky", next_value=saved))
+    later = sequence.next_values(seq_engine, 3)  # the next call tries again
+    assert later == [saved, saved + 1, saved + 2]
+
+
+# -- load and faults: PostgreSQL and MariaDB ----------------------------------------------
+
+
+@pytest.fixture(params=["postgresql", "mysql"])
+def server_engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engine]:
+    engine: Engine = engines.get(request.param)
+    metadata = sa.MetaData()
+    sequences_table(metadata)
+    metadata.drop_all(engine)
+    metadata.create_all(engine)
+    yield engine
+    metadata.drop_all(engine)
+
+
+def url_of(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_four_processes_eight_threads_no_duplicates(server_engine: Engine, mode: str) -> None:
+    name = f"load_{mode}"
+    create_table_sequence(server_engine, name)
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(4) as pool:
+        results = pool.starmap(
+            _seq_workers.take_values, [(url_of(server_engine), name, mode, 8, 2000)] * 4
+        )
+    values = [v for process in results for v in process]
+    assert len(values) == 4 * 8 * 2000
+    assert len(set(values)) == len(values), "a value was handed out twice"
+    if mode in ("in_transaction", "separate"):
+        assert sorted(values) == list(range(1, len(values) + 1))  # nothing lost either
+
+
+@pytest.mark.slow
+def test_in_transaction_with_rollbacks_is_gapless_and_ordered(server_engine: Engine) -> None:
+    create_table_sequence(server_engine, "gapless")
+    order_column = {
+        "postgresql": "ord BIGSERIAL UNIQUE",
+        "mysql": "ord BIGINT AUTO_INCREMENT UNIQUE",
+    }[server_engine.dialect.name]
+    with server_engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE IF EXISTS seqkeys_gapless_rows"))
+        conn.execute(
+            sa.text(f"CREATE TABLE seqkeys_gapless_rows (id BIGINT PRIMARY KEY, {order_column})")
+        )
+    try:
+        context = multiprocessing.get_context("spawn")
+        args = (url_of(server_engine), "gapless", "seqkeys_gapless_rows", 8, 150)
+        with context.Pool(4) as pool:
+            committed = sum(
+                pool.starmap(_seq_workers.commit_or_roll_back, [(*args, seed) for seed in range(4)])
+            )
+        with server_engine.connect() as conn:
+            ids = conn.scalars(sa.text("SELECT id FROM seqkeys_gapless_rows ORDER BY ord")).all()
+        assert len(ids) == committed
+        assert 0 < committed < 4 * 8 * 150  # some rolled back
+        assert ids == list(range(1, committed + 1)), "committed values: gapless, in commit order"
+    finally:
+        with server_engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE seqkeys_gapless_rows"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["batch", "async_batch"])
+def test_sigkill_mid_batch_leaves_only_gaps(
+    server_engine: Engine, mode: str, tmp_path: Path
+) -> None:
+    name = f"killed_{mode}"
+    create_table_sequence(server_engine, name)
+    out = tmp_path / "taken.txt"
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.backend._seq_workers",
+            url_of(server_engine),
+            name,
+            mode,
+            str(out),
+        ],
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if out.exists() and len(out.read_text().splitlines()) >= 1250:  # mid-block
+                break
+            time.sleep(0.02)
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+    taken = [int(line) for line in out.read_text().split()]
+    assert len(taken) >= 1250
+    later = TableSequence(name, mode=mode, batch_size=500, low_watermark=100).next_values(
+        server_engine, 2000
+    )
+    assert not set(taken) & set(later)
+    assert len(set(taken)) == len(taken)
+    assert min(later) > max(taken)  # the killed process's unused block is a gap, never reused
+
+
+def _kill_backend(engine: Engine, victim: Any) -> None:
+    """Kill the server session behind DB-API connection ``victim`` from another connection."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        if engine.dialect.name == "postgresql":
+            pid = victim.info.backend_pid
+            conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        else:
+            conn.execute(sa.text(f"KILL CONNECTION {int(victim.thread_id())}"))
+
+
+# psycopg warns when the connection the server killed is garbage-collected
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.parametrize("mode", ["batch", "async_batch", "separate"])
+def test_connection_killed_during_refill_is_retried(server_engine: Engine, mode: str) -> None:
+    name = f"refill_{mode}"
+    create_table_sequence(server_engine, name)
+    engine = sa.create_engine(server_engine.url)  # a pool of its own: its connections die
+    sequence = TableSequence(name, mode=mode, batch_size=20, low_watermark=5)
+    kills = []
+    lock = threading.Lock()
+
+    def kill_first_allocation(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.startswith("UPDATE sequences") and not kills:
+            with lock:
+                if not kills:
+                    kills.append(statement)
+                    _kill_backend(server_engine, conn.connection.dbapi_connection)
+
+    sa.event.listen(engine, "before_cursor_execute", kill_first_allocation)
+    try:
+        values = sequence.next_values(engine, 100)
+    finally:
+        engine.dispose()
+        gc.collect()  # any warning about the killed connection lands in this test
+    assert kills, "the fault was injected"
+    assert len(set(values)) == 100
+    more = TableSequence(name, mode="separate").next_values(server_engine, 10)
+    assert not set(more) & set(values)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX-only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
+@pytest.mark.parametrize("mode", ["batch", "async_batch"])
+def test_forked_child_never_uses_the_parents_block(server_engine: Engine, mode: str) -> None:
+    name = f"fork_{mode}"
+    create_table_sequence(server_engine, name)
+    sequence = TableSequence(name, mode=mode, batch_size=100, low_watermark=10)
+    before = sequence.next_values(server_engine, 10)  # the parent holds the rest of a block
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            server_engine.dispose(close=False)  # SQLAlchemy's rule for forked children
+            child = sequence.next_values(server_engine, 150)
+            os.write(write_fd, " ".join(map(str, child)).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    chunks = []
+    while chunk := os.read(read_fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    child_values = [int(v) for v in b"".join(chunks).split()]
+    parent_values = sequence.next_values(server_engine, 150)
+    assert len(child_values) == 150
+    assert not set(child_values) & set(before + parent_values)
+    assert not set(child_values) & set(range(before[0], before[0] + 100))  # not the parent's block
