@@ -37,6 +37,36 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--seconds", type=float, default=0.3, help="length of one timed round")
     gen.add_argument("--rounds", type=int, default=5, help="interleaved rounds; best one counts")
 
+    seq = benches.add_parser(
+        "sequences", help="the source's sequence perf tool: values/s and latency per mode"
+    )
+    seq.add_argument("--url", required=True, help="database URL")
+    seq.add_argument(
+        "--mode",
+        default="async_batch",
+        choices=["sync", "async", "batch", "async_batch", "none", "native"],
+        help="sync=in_transaction, async=separate; none is the ceiling",
+    )
+    seq.add_argument("--iterations", type=int, default=2000, help="values taken in all")
+    seq.add_argument("--threads", type=int, default=10, help="parallel threads")
+    seq.add_argument(
+        "--txn-ms", type=float, default=10, help="length of the simulated application transaction"
+    )
+    seq.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="with --grid: runs per mode, interleaved; the median is reported",
+    )
+    seq.add_argument("--batch-size", type=int, default=200)
+    seq.add_argument("--low-watermark", type=int, default=50)
+    seq.add_argument(
+        "--grid",
+        action="store_true",
+        help="the source's eight rows at 10 and 50 threads, beside the ceiling, "
+        "the native sequence and the published numbers",
+    )
+
     from .bench.insert import DEFAULT_VARIANTS, VARIANTS
 
     ins = benches.add_parser("insert", help="insert time per key strategy relative to BIGINT")
@@ -68,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(run_generate(seconds=args.seconds, rounds=args.rounds))
         return 0
+    if args.bench == "sequences":
+        return _bench_sequences(args)
     from .bench.insert import VARIANTS
     from .bench.insert import run as run_insert
 
@@ -80,6 +112,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     print(run_insert(args.url, args.rows, args.batch, names, repeat=args.repeat))
+    return 0
+
+
+def _bench_sequences(args: argparse.Namespace) -> int:
+    from .bench import sequences
+
+    if args.grid:
+        report = sequences.grid(
+            args.url,
+            iterations=args.iterations,
+            txn_ms=args.txn_ms,
+            progress=lambda line: print(line, flush=True),
+            repeat=args.repeat,
+        )
+        print(report)
+        return 0
+    engine = sequences.bench_engine(args.url, args.threads)
+    try:
+        result = sequences.run_mode(
+            engine,
+            args.mode,
+            iterations=args.iterations,
+            threads=args.threads,
+            txn_ms=args.txn_ms,
+            batch_size=args.batch_size,
+            low_watermark=args.low_watermark,
+        )
+    finally:
+        engine.dispose()
+    print(result.source_lines())
     return 0
 
 

@@ -225,18 +225,26 @@ def _encode_as_string(ms: int, counter: int) -> uuid.UUID:
     return _uuid_from_int((ms << 80) | counter)
 
 
+_LOW64 = (1 << 64) - 1
+
+
 def _encode_as_binary(ms: int, counter: int) -> uuid.UUID:
-    le = ms.to_bytes(6, "big") + counter.to_bytes(10, "big")
-    return _uuid_from_int(int.from_bytes(le[3::-1] + le[5:3:-1] + le[7:5:-1] + le[8:], "big"))
+    # Wanted: UUID.bytes_le == ms (6 bytes) + counter (10 bytes), both big-endian.
+    # bytes_le swaps the first three fields of UUID.bytes, so UUID.bytes is
+    # ms[3] ms[2] ms[1] ms[0] | ms[5] ms[4] | c[1] c[0] | c[2] .. c[9].
+    m = ms.to_bytes(6, "little")  # ms[5] .. ms[0]
+    head = int.from_bytes(m[2:6] + m[0:2], "big")
+    c01 = int.from_bytes((counter >> 64).to_bytes(2, "little"), "big")
+    return _uuid_from_int((head << 80) | (c01 << 64) | (counter & _LOW64))
 
 
 def _encode_at_end(ms: int, counter: int) -> uuid.UUID:
     # SQL Server compares uniqueidentifier bytes (in bytes_le order) as
     # 10-15, 8-9, 6-7, 4-5, 0-3. Put the millisecond in 10-15 and the counter,
-    # most significant byte first, through the rest of that order.
-    c = counter.to_bytes(10, "big")
-    le = c[6:10] + c[4:6] + c[2:4] + c[0:2] + ms.to_bytes(6, "big")
-    return _uuid_from_int(int.from_bytes(le[3::-1] + le[5:3:-1] + le[7:5:-1] + le[8:], "big"))
+    # most significant byte first, through the rest of that order; in
+    # UUID.bytes that is c[9] c[8] c[7] c[6] | c[5] c[4] | c[3] c[2] | c[0] c[1] | ms.
+    low = int.from_bytes((counter & _LOW64).to_bytes(8, "little"), "big")
+    return _uuid_from_int((low << 64) | ((counter >> 64) << 48) | ms)
 
 
 _ENCODERS: dict[str, Callable[[int, int], uuid.UUID]] = {

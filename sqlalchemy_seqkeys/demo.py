@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from .comb import CombLayout, comb_timestamp, new_uuid7
+from .sequences import SequenceMode, TableSequence, sequences_table
 from .types import CombGuid, comb_guid
 
 __all__ = ["run"]
@@ -64,6 +65,41 @@ class Uuid7(_Base):
     note: Mapped[str] = mapped_column(sa.String(40))
 
 
+sequences_table(_Base.metadata)
+
+_SEQUENCES = {
+    mode: TableSequence(f"demo_{mode.value}", mode=mode, batch_size=20, low_watermark=5)
+    for mode in SequenceMode
+}
+
+
+def _sequence_model(mode: SequenceMode) -> type[Any]:
+    return type(
+        f"Seq_{mode.value}",
+        (_Base,),
+        {
+            "__tablename__": f"demo_seq_{mode.value}",
+            "__doc__": f"TableSequence in mode {mode.value}.",
+            "id": mapped_column(sa.BigInteger, primary_key=True, default=_SEQUENCES[mode]),
+            "note": mapped_column(sa.String(40)),
+            "__annotations__": {"id": Mapped[int], "note": Mapped[str]},
+        },
+    )
+
+
+_SEQUENCE_MODELS = {mode: _sequence_model(mode) for mode in SequenceMode}
+
+
+def _sequence_describe(mode: SequenceMode) -> Callable[[Any, sa.Dialect], str]:
+    what = {
+        SequenceMode.IN_TRANSACTION: "taken in the flush's transaction: ordered, gapless",
+        SequenceMode.SEPARATE: "taken in a transaction of its own: ordered",
+        SequenceMode.BATCH: "from a block of 20 reserved in one round trip",
+        SequenceMode.ASYNC_BATCH: "from a block refilled in the background",
+    }[mode]
+    return lambda key, dialect: what
+
+
 @dataclass(frozen=True)
 class _Strategy:
     title: str
@@ -88,8 +124,18 @@ def _uuid7_describe(key: uuid.UUID, dialect: sa.Dialect) -> str:
 STRATEGIES = [
     _Strategy("COMB GUID (comb_guid, CombGuid())", CombText, _comb_describe(None)),
     _Strategy("COMB GUID (comb_guid, CombGuid(binary=True))", CombBinary, _comb_describe(None)),
-    _Strategy("COMB GUID forced AT_END", CombAtEnd, _comb_describe(CombLayout.AT_END)),
+    _Strategy(
+        "COMB GUID forced AT_END (SQL Server's order; other engines sort it as text)",
+        CombAtEnd,
+        _comb_describe(CombLayout.AT_END),
+    ),
     _Strategy("UUIDv7 (new_uuid7)", Uuid7, _uuid7_describe),
+    *(
+        _Strategy(
+            f"TableSequence mode={mode.value!r}", _SEQUENCE_MODELS[mode], _sequence_describe(mode)
+        )
+        for mode in SequenceMode
+    ),
 ]
 
 
@@ -99,6 +145,8 @@ def run(url: str, rows: int = 3, echo: Callable[[str], None] = print) -> None:
     try:
         _Base.metadata.drop_all(engine)
         _Base.metadata.create_all(engine)
+        for sequence in _SEQUENCES.values():
+            sequence.create(engine)
         with Session(engine) as session:
             for strategy in STRATEGIES:
                 session.add_all(strategy.model(note=f"row {i + 1}") for i in range(rows))

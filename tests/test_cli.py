@@ -22,8 +22,11 @@ def test_demo_on_an_embedded_sqlite_file(
     assert db.exists()
     for title in ("COMB GUID (comb_guid, CombGuid())", "CombGuid(binary=True)", "UUIDv7"):
         assert title in out
-    keys = [uuid.UUID(line.split()[0]) for line in out.splitlines() if line.startswith("  ")]
-    assert len(keys) == 12
+    keys = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
+    guids = [uuid.UUID(k) for k in keys if "-" in k]
+    numbers = [int(k) for k in keys if "-" not in k]
+    assert len(guids) == 12
+    assert numbers == [1, 2, 3] * 4  # four TableSequence modes, three rows each
     assert "minted at 20" in out
 
 
@@ -77,3 +80,50 @@ def test_bench_insert(engine: Engine, capsys: pytest.CaptureFixture[str]) -> Non
 def test_bench_insert_rejects_unknown_variants(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "insert", "--url", "sqlite://", "--variants", "bigint,nope"]) == 2
     assert "unknown variant(s) nope" in capsys.readouterr().err
+
+
+@pytest.mark.backend
+def test_bench_sequences_prints_the_source_lines(
+    engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = engine.url.render_as_string(hide_password=False)
+    for mode in ("none", "native", "sync", "async", "batch", "async_batch"):
+        args = [
+            "bench",
+            "sequences",
+            "--url",
+            url,
+            "--mode",
+            mode,
+            "--iterations",
+            "20",
+            "--threads",
+            "2",
+            "--txn-ms",
+            "1",
+            "--batch-size",
+            "10",
+            "--low-watermark",
+            "3",
+        ]
+        assert main(args) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[0].startswith("20 iterations (2 parallel threads) in ")
+        assert out[0].endswith(" values/s")
+        assert [line.split("%ile")[0] for line in out[1:]] == [
+            "Latency: 50",
+            "Latency: 75",
+            "Latency: 90",
+            "Latency: 99",
+        ]
+
+
+def test_bench_sequences_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'grid.db'}"
+    from sqlalchemy_seqkeys.bench import sequences
+
+    report = sequences.grid(url, iterations=20, txn_ms=1, thread_counts=(2,))
+    rows = {line.split()[0]: line for line in report.splitlines()[3:]}
+    assert set(rows) == {"none", "native", "sync", "async", "batch", "async_batch"}
+    assert "1.00x" in rows["none"]
+    assert rows["sync"].split()[-1] == "-"  # the source published no 2-thread row

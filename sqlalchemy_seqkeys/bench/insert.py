@@ -61,6 +61,8 @@ VARIANTS: dict[str, Variant] = {
         Variant("bigint", sa.BigInteger, _counter),
         Variant("uuid4", CombGuid, lambda: uuid.uuid4),
         Variant("comb", CombGuid, lambda: comb_guid),
+        Variant("comb-binary", lambda: CombGuid(binary=True), lambda: comb_guid),
+        Variant("uuid4-binary", lambda: CombGuid(binary=True), lambda: uuid.uuid4),
         Variant("uuid4-char36", lambda: sa.CHAR(36), _uuid4_text),
         Variant("comb-char36", lambda: sa.CHAR(36), _comb_text),
     ]

@@ -8,11 +8,14 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy.dialects import mssql, mysql, oracle, postgresql, sqlite
 from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.schema import CreateTable
 
 from sqlalchemy_seqkeys import CombGuid, CombGuidDefault, CombLayout, InvalidGuidError, comb_guid
+from sqlalchemy_seqkeys import types as types_module
 
 
 def spanner_dialect() -> Dialect:
@@ -152,3 +155,8 @@ def test_comb_guid_is_a_one_argument_column_default() -> None:
     assert column.default is not None
     assert column.default.is_callable
     assert repr(comb_guid) == "comb_guid"
+
+
+@given(st.uuids())
+def test_fast_text_form_is_str(value: uuid.UUID) -> None:
+    assert types_module._uuid_text(value) == str(value)

@@ -1,0 +1,140 @@
+"""The sequences table's DDL and each dialect's allocation statement, compiled without a server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.dialects import mssql, mysql, oracle, postgresql, sqlite
+from sqlalchemy.schema import CreateTable
+
+from sqlalchemy_seqkeys import (
+    InvalidSequenceError,
+    SequenceMode,
+    TableSequence,
+    create_table_sequence,
+    sequences_table,
+)
+from sqlalchemy_seqkeys.sequences import table as table_module
+
+
+def spanner_dialect() -> Any:
+    from google.cloud.sqlalchemy_spanner.sqlalchemy_spanner import SpannerDialect
+
+    return SpannerDialect()
+
+
+def one_line(sql: object) -> str:
+    return " ".join(str(sql).split())
+
+
+EXPECTED_DDL = {
+    "sqlite": "CREATE TABLE sequences ( name VARCHAR(64) NOT NULL, "
+    "next_value BIGINT NOT NULL, PRIMARY KEY (name) )",
+    "postgresql": "CREATE TABLE sequences ( name VARCHAR(64) NOT NULL, "
+    "next_value BIGINT NOT NULL, PRIMARY KEY (name) )",
+    "mysql": "CREATE TABLE sequences ( name VARCHAR(64) NOT NULL, "
+    "next_value BIGINT NOT NULL, PRIMARY KEY (name) )",
+    "mssql": "CREATE TABLE sequences ( name VARCHAR(64) NOT NULL, "
+    "next_value BIGINT NOT NULL, PRIMARY KEY (name) )",
+    "oracle": "CREATE TABLE sequences ( name VARCHAR2(64 CHAR) NOT NULL, "
+    "next_value NUMBER(19) NOT NULL, PRIMARY KEY (name) )",
+    # exactly the source's DDL
+    "spanner": "CREATE TABLE sequences ( name STRING(64) NOT NULL, "
+    "next_value INT64 NOT NULL ) PRIMARY KEY (name)",
+}
+
+DIALECTS: dict[str, Any] = {
+    "sqlite": sqlite.dialect,
+    "postgresql": postgresql.dialect,
+    "mysql": mysql.dialect,
+    "mssql": mssql.dialect,
+    "oracle": oracle.dialect,
+    "spanner": spanner_dialect,
+}
+
+
+@pytest.mark.parametrize("name", list(DIALECTS))
+def test_sequences_table_ddl(name: str) -> None:
+    table = sequences_table(sa.MetaData())
+    assert one_line(CreateTable(table).compile(dialect=DIALECTS[name]())) == EXPECTED_DDL[name]
+
+
+def test_sequences_table_is_idempotent_and_checked() -> None:
+    metadata = sa.MetaData()
+    assert sequences_table(metadata) is sequences_table(metadata)
+    sa.Table("other", metadata, sa.Column("id", sa.Integer, primary_key=True))
+    with pytest.raises(InvalidSequenceError, match="not a sequences table"):
+        sequences_table(metadata, "other")
+
+
+def test_allocation_statements_are_one_round_trip_with_bound_names() -> None:
+    returning = table_module._returning_statement("sequences")
+    pg = one_line(returning.compile(dialect=postgresql.dialect()))
+    assert pg == (
+        "UPDATE sequences SET next_value=(sequences.next_value + %(n)s::BIGINT) "
+        "WHERE sequences.name = %(seq_name)s::VARCHAR AND "
+        "sequences.next_value <= %(ceiling)s::BIGINT RETURNING sequences.next_value"
+    )
+    lite = one_line(returning.compile(dialect=sqlite.dialect()))
+    assert lite == (
+        "UPDATE sequences SET next_value=(sequences.next_value + ?) WHERE sequences.name = ? "
+        "AND sequences.next_value <= ? RETURNING next_value"
+    )
+    span = one_line(returning.compile(dialect=spanner_dialect()))
+    assert span == (
+        "UPDATE sequences SET next_value=(sequences.next_value + :n) WHERE sequences.name = "
+        ":seq_name AND sequences.next_value <= :ceiling THEN RETURN next_value"
+    )
+    my = one_line(
+        table_module._last_insert_id_statement("sequences").compile(dialect=mysql.dialect())
+    )
+    assert my == (
+        "UPDATE sequences SET next_value=last_insert_id(sequences.next_value + %s) "
+        "WHERE sequences.name = %s AND sequences.next_value <= %s"
+    )
+
+
+def test_mysql_and_mariadb_use_last_insert_id() -> None:
+    assert table_module._ALLOCATORS["mysql"] is table_module._by_last_insert_id
+    assert table_module._ALLOCATORS["mariadb"] is table_module._by_last_insert_id
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"mode": "batch", "batch_size": 0}, "batch_size must be an int of at least 1"),
+        ({"mode": "batch", "batch_size": 2.5}, "batch_size must be an int"),
+        ({"mode": "async_batch", "batch_size": 100, "low_watermark": 100}, "low_watermark"),
+        ({"mode": "async_batch", "batch_size": 100, "low_watermark": -1}, "low_watermark"),
+        ({"mode": "eventually"}, "is not a sequence mode"),
+        ({"mode": "batch", "start": -5}, "start must be an int"),
+    ],
+)
+def test_bad_arguments_fail_at_construction(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidSequenceError, match=message):
+        TableSequence("invoice_id", **kwargs)
+
+
+def test_batch_mode_ignores_the_async_watermark() -> None:
+    sequence = TableSequence("small", mode="batch", batch_size=10)  # low_watermark 50 unused
+    assert repr(sequence) == "TableSequence('small', mode='batch', batch_size=10)"
+
+
+@pytest.mark.parametrize("name", ["", "x" * 65, 42])
+def test_bad_names(name: Any) -> None:
+    with pytest.raises(InvalidSequenceError):
+        TableSequence(name, mode="separate")
+    with pytest.raises(InvalidSequenceError):
+        create_table_sequence(sa.create_engine("sqlite://"), name)
+
+
+def test_a_64_character_name_is_fine() -> None:
+    assert TableSequence("x" * 64, mode=SequenceMode.BATCH).name == "x" * 64
+
+
+def test_modes_accept_strings() -> None:
+    assert TableSequence("a", mode="in_transaction").mode is SequenceMode.IN_TRANSACTION
+    with pytest.raises(InvalidSequenceError):
+        TableSequence("a", mode="separate").next_values(sa.create_engine("sqlite://"), -1)
