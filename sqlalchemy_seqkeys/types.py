@@ -29,7 +29,9 @@ others         ``CHAR(36)``                              ``BINARY(16)``
 =============  ========================================  ==================
 
 Binary storage holds ``UUID.bytes`` (RFC byte order), so it sorts like the
-text form. MySQL's ``CHAR(36)`` is declared ``CHARACTER SET ascii``: the key
+text form; ``AS_BINARY`` values (time order in ``UUID.bytes_le``) therefore
+do not sort by time in a ``CombGuid`` column: they are for binary columns
+that other software fills in Microsoft byte order. MySQL's ``CHAR(36)`` is declared ``CHARACTER SET ascii``: the key
 then takes 36 bytes instead of up to 144 in ``utf8mb4`` and compares faster.
 MariaDB's native ``UUID`` type is deliberately not used: it stores and sorts
 some UUIDs with their groups swapped, which breaks time order.

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from sqlalchemy_seqkeys._dialect import dialect_key
+from sqlalchemy_seqkeys.sequences._retry import retrying
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import create_table_sequence, sequences_table
 
@@ -127,14 +128,6 @@ def _prepare(
 
 
 def _prepare_native(engine: sa.Engine) -> Callable[[sa.Connection], object]:
-    if engine.dialect.supports_sequences:
-        # (sqlalchemy-spanner creates bit_reversed_positive sequences)
-        sequence = sa.Sequence(NATIVE_NAME)
-        sequence.drop(engine, checkfirst=True)
-        sequence.create(engine)
-        next_value = sequence.next_value()
-        return lambda conn: conn.scalar(sa.select(next_value))
-    # no sequences (SQLite, MySQL): an AUTOINCREMENT insert
     metadata = sa.MetaData()
     table = sa.Table(
         NATIVE_NAME,
@@ -142,7 +135,19 @@ def _prepare_native(engine: sa.Engine) -> Callable[[sa.Connection], object]:
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sqlite_autoincrement=True,
     )
-    metadata.drop_all(engine)
+    with engine.connect() as conn:  # the dialect knows what the server supports once connected
+        supports_sequences = conn.dialect.supports_sequences
+        if sa.inspect(conn).has_table(NATIVE_NAME):
+            metadata.drop_all(conn)
+            conn.commit()
+    if supports_sequences:
+        # (sqlalchemy-spanner creates bit_reversed_positive sequences)
+        sequence = sa.Sequence(NATIVE_NAME)
+        sequence.drop(engine, checkfirst=True)
+        sequence.create(engine)
+        next_value = sequence.next_value()
+        return lambda conn: conn.scalar(sa.select(next_value))
+    # no sequences (SQLite, MySQL): an AUTOINCREMENT insert
     metadata.create_all(engine)
     insert = table.insert().values()
 
@@ -173,6 +178,14 @@ def run_mode(
     counter_lock = threading.Lock()
     barrier = threading.Barrier(threads + 1)
 
+    def app_transaction() -> None:
+        with engine.begin() as conn:
+            if in_transaction:
+                take(conn)
+            else:
+                conn.execute(sa.text("SELECT 1"))
+            time.sleep(pause)  # the application's work, inside its transaction
+
     def worker() -> None:
         mine: list[float] = []
         try:
@@ -184,12 +197,14 @@ def run_mode(
                 started = time.perf_counter()
                 if not in_transaction:
                     take(engine)  # type: ignore[arg-type]
-                with engine.begin() as conn:
-                    if in_transaction:
-                        take(conn)
-                    else:
-                        conn.execute(sa.text("SELECT 1"))
-                    time.sleep(pause)  # the application's work, inside its transaction
+                # An application retries a transaction the engine aborted
+                # (Spanner's emulator aborts all but one at a time).
+                retrying(
+                    lambda: app_transaction(),
+                    what="the application transaction",
+                    attempts=100,
+                    max_delay=0.05,
+                )
                 mine.append((time.perf_counter() - started) * 1000)
         except BaseException as exc:  # reported after the run
             errors.append(exc)

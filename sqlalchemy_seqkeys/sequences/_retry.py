@@ -29,6 +29,29 @@ _RETRY_MYSQL_CODES = frozenset({1205, 1213, 2003, 2006, 2013, 1927, 4031})
 _RETRY_CLASS_NAMES = frozenset({"Aborted", "RetryAborted"})
 
 
+def _sqlstate(orig: BaseException) -> object:
+    # psycopg 3 and asyncpg: .sqlstate; psycopg2: .pgcode; pg8000: args[0]["C"]
+    for attribute in ("sqlstate", "pgcode"):
+        code = getattr(orig, attribute, None)
+        if code:
+            return code
+    args = getattr(orig, "args", ())
+    if args and isinstance(args[0], dict):
+        return args[0].get("C")
+    return None
+
+
+def _mysql_code(orig: BaseException) -> object:
+    # PyMySQL and mysqlclient: args[0]; MariaDB Connector/Python: .errno
+    if type(orig).__module__.split(".")[0] not in ("pymysql", "MySQLdb", "mariadb", "mysql"):
+        return None
+    code = getattr(orig, "errno", None)
+    if isinstance(code, int):
+        return code
+    args = getattr(orig, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
 def is_transient(exc: BaseException) -> bool:
     """True when ``exc`` says the transaction may succeed if run again.
 
@@ -45,10 +68,9 @@ def is_transient(exc: BaseException) -> bool:
     seen: set[int] = set()
     while orig is not None and id(orig) not in seen:
         seen.add(id(orig))
-        if getattr(orig, "sqlstate", None) in _RETRY_SQLSTATES:
+        if _sqlstate(orig) in _RETRY_SQLSTATES:
             return True
-        args = getattr(orig, "args", ())
-        if args and isinstance(args[0], int) and args[0] in _RETRY_MYSQL_CODES:
+        if _mysql_code(orig) in _RETRY_MYSQL_CODES:
             return True
         if type(orig).__name__ in _RETRY_CLASS_NAMES:
             return True

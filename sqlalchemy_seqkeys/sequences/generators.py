@@ -52,13 +52,19 @@ deadlocks, dropped connections and Spanner's aborted transactions, a bounded
 number of times with backoff; a retry never hands out a value twice. A forked
 child process never hands out a value from its parent's block.
 
+A ``schema_translate_map`` on the engine or connection is carried to the
+allocation's own connection, and blocks are kept per map, so tenants never
+share values. Asyncio engines support ``in_transaction`` only; the other modes
+raise :class:`~sqlalchemy_seqkeys.InvalidSequenceError` there. After a
+rollback, objects that were flushed keep their key: with ``in_transaction``
+that value is back in the sequence, so clear it before adding the object again.
+
 **SQLite** has a single writer. When the flush's own transaction already holds
 the write lock (it has written), a second connection could not take a value
 until that transaction ends, so ``separate``, ``batch`` and ``async_batch``
 then take the value on the flush's connection, inside its transaction, one at
 a time (values already reserved in memory are used first). Such values return
-to the sequence if the transaction rolls back, like ``in_transaction`` ones;
-they stay unique either way.
+to the sequence if the transaction rolls back, like ``in_transaction`` ones.
 """
 
 from __future__ import annotations
@@ -150,9 +156,11 @@ def _must_stay_on(conn: sa.Connection) -> bool:
 class _BlockState:
     """The block of values one process holds for one sequence on one database."""
 
-    __slots__ = ("cond", "end", "error", "next", "pid", "refilling", "spare")
+    __slots__ = ("cond", "end", "engine", "error", "next", "pid", "refilling", "spare")
 
-    def __init__(self) -> None:
+    def __init__(self, engine: sa.Engine | None = None) -> None:
+        #: where blocks come from: the caller's engine, with its schema_translate_map
+        self.engine = engine
         self.cond = threading.Condition(threading.Lock())
         self.next = 0
         self.end = 0  # values next .. end-1 are ours to hand out
@@ -163,6 +171,32 @@ class _BlockState:
 
 
 _live_sequences: weakref.WeakSet[TableSequence] = weakref.WeakSet()
+_NO_STATE: tuple[Callable[[], object], object, _BlockState] = (
+    lambda: None,
+    None,
+    _BlockState(),
+)
+
+_ASYNC_MESSAGE = (
+    "TableSequence mode {mode!r} takes values on connections of its own, which an "
+    "asyncio engine cannot lend to a column default; use mode='in_transaction' with "
+    "AsyncEngine / AsyncSession, or a synchronous engine"
+)
+
+
+def _allocation_engine(engine: sa.Engine, conn: sa.Connection | None) -> tuple[sa.Engine, object]:
+    """The engine for allocations of their own, and the tenant (schema map) they serve.
+
+    A schema_translate_map on the caller's connection or engine must reach the
+    allocation's connection too, or it would take values from another
+    tenant's sequences table.
+    """
+    options = (conn if conn is not None else engine).get_execution_options()
+    translate = options.get("schema_translate_map")
+    if not translate:
+        return engine, None
+    tenant = tuple(sorted(translate.items(), key=repr))
+    return engine.execution_options(schema_translate_map=translate), tenant
 
 
 def _forget_blocks_after_fork() -> None:
@@ -221,8 +255,12 @@ class TableSequence:
         self.low_watermark = low_watermark
         self.start = start
         self.table = table
-        self._states: weakref.WeakKeyDictionary[Any, _BlockState] = weakref.WeakKeyDictionary()
+        # pool -> tenant (schema_translate_map, or None) -> state
+        self._states: weakref.WeakKeyDictionary[Any, dict[object, _BlockState]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._states_lock = threading.Lock()
+        self._last: tuple[Callable[[], object], object, _BlockState] = _NO_STATE
         self._take: Callable[[sa.Engine, sa.Connection | None], int] = {
             SequenceMode.IN_TRANSACTION: self._take_in_transaction,
             SequenceMode.SEPARATE: self._take_separate,
@@ -288,7 +326,7 @@ class TableSequence:
         elif self.mode is SequenceMode.IN_TRANSACTION or _must_stay_on(bind):
             first = allocate(bind, self.name, n, table=self.table)
         else:
-            first = self._allocate_separately(bind.engine, n)
+            first = self._allocate_separately(_allocation_engine(bind.engine, bind)[0], n)
         return list(range(first, first + n))
 
     # -- the four modes ---------------------------------------------------------
@@ -302,29 +340,58 @@ class TableSequence:
         return allocate(conn, self.name, 1, table=self.table)
 
     def _take_separate(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
+        if engine.dialect.is_async:
+            raise InvalidSequenceError(_ASYNC_MESSAGE.format(mode=self.mode.value))
         if conn is not None and _must_stay_on(conn):
             return allocate(conn, self.name, 1, table=self.table)
-        return self._allocate_separately(engine, 1)
+        return self._allocate_separately(_allocation_engine(engine, conn)[0], 1)
 
     def _take_batch(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
-        state = self._state(engine)
+        state = self._state(engine, conn)
+        while True:
+            stay = fetch = False
+            with state.cond:
+                self._check_fork(state)
+                if state.next < state.end:
+                    value = state.next
+                    state.next += 1
+                    return value
+                if conn is not None and _must_stay_on(conn):
+                    stay = True  # never wait on a fetch that waits for our write lock
+                elif state.refilling:
+                    state.cond.wait()
+                    continue
+                else:
+                    state.refilling = fetch = True
+            if stay:
+                return allocate(conn, self.name, 1, table=self.table)  # type: ignore[arg-type]
+            if fetch:
+                # Fetched with the lock released: other threads wait on the
+                # condition, not on a lock held across a round trip.
+                return self._fetch_block(state)
+
+    def _fetch_block(self, state: _BlockState) -> int:
+        try:
+            first = self._allocate_separately(state.engine, self.batch_size)  # type: ignore[arg-type]
+        except BaseException:
+            with state.cond:
+                state.refilling = False
+                state.cond.notify_all()
+            raise
         with state.cond:
-            self._check_fork(state)
-            if state.next < state.end:
-                value = state.next
-                state.next += 1
-                return value
-            if conn is not None and _must_stay_on(conn):
-                return allocate(conn, self.name, 1, table=self.table)
-            first = self._allocate_separately(engine, self.batch_size)
-            state.next, state.end = first + 1, first + self.batch_size
-            return first
+            if state.pid == os.getpid():
+                state.next, state.end = first + 1, first + self.batch_size
+            state.refilling = False
+            state.cond.notify_all()
+        return first
 
     def _take_async_batch(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
-        state = self._state(engine)
-        with state.cond:
-            self._check_fork(state)
-            while True:
+        state = self._state(engine, conn)
+        while True:
+            value: int | None = None
+            launch = False
+            with state.cond:
+                self._check_fork(state)
                 if state.next < state.end:
                     value = state.next
                     state.next += 1
@@ -334,13 +401,12 @@ class TableSequence:
                         and not state.refilling
                         and state.error is None
                     ):
-                        self._start_refill(engine, state)
-                    return value
-                if state.spare is not None:
+                        state.refilling = launch = True
+                elif state.spare is not None:
                     state.next, state.end = state.spare
                     state.spare = None
                     continue
-                if state.error is not None:
+                elif state.error is not None:
                     error, state.error = state.error, None
                     if isinstance(error, SeqKeysError):  # already says what to do
                         raise error
@@ -348,11 +414,18 @@ class TableSequence:
                         f"the background refill of sequence {self.name!r} failed: "
                         f"{type(error).__name__}: {error}; the next call tries again"
                     ) from error
-                if conn is not None and _must_stay_on(conn):
+                elif conn is not None and _must_stay_on(conn):
                     return allocate(conn, self.name, 1, table=self.table)
-                if not state.refilling:
-                    self._start_refill(engine, state)
-                state.cond.wait()
+                elif state.refilling:
+                    state.cond.wait()
+                    continue
+                else:
+                    state.refilling = launch = True
+            # Thread.start() waits for the thread to run: never while holding the lock.
+            if launch and not self._launch_refill(state) and value is None:
+                return self._fetch_block(state)  # no thread to be had: fetch it here
+            if value is not None:
+                return value
 
     # -- helpers ----------------------------------------------------------------
 
@@ -363,22 +436,29 @@ class TableSequence:
 
         return retrying(attempt, what=f"allocating {n} value(s) from sequence {self.name!r}")
 
-    def _start_refill(self, engine: sa.Engine, state: _BlockState) -> None:
-        # Called with state.cond held.
-        state.refilling = True
+    def _launch_refill(self, state: _BlockState) -> bool:
+        """Start the background refill; False (and refilling cleared) if no thread starts."""
+        # The caller has set state.refilling and released state.cond.
         thread = threading.Thread(
             target=self._refill,
-            args=(engine, state),
+            args=(state,),
             name=f"seqkeys-refill-{self.name}",
             daemon=True,
         )
-        thread.start()
+        try:
+            thread.start()
+        except RuntimeError:  # thread limit reached, or the interpreter is shutting down
+            with state.cond:
+                state.refilling = False
+                state.cond.notify_all()
+            return False
+        return True
 
-    def _refill(self, engine: sa.Engine, state: _BlockState) -> None:
+    def _refill(self, state: _BlockState) -> None:
         block: tuple[int, int] | None = None
         error: BaseException | None = None
         try:
-            first = self._allocate_separately(engine, self.batch_size)
+            first = self._allocate_separately(state.engine, self.batch_size)  # type: ignore[arg-type]
             block = (first, first + self.batch_size)
         except BaseException as exc:  # handed to the caller that needs the block
             error = exc
@@ -389,14 +469,22 @@ class TableSequence:
             state.refilling = False
             state.cond.notify_all()
 
-    def _state(self, engine: sa.Engine) -> _BlockState:
-        pool = engine.pool  # engines sharing a pool share the database and the block
-        state = self._states.get(pool)
-        if state is None:
-            with self._states_lock:
-                state = self._states.get(pool)
-                if state is None:
-                    state = self._states[pool] = _BlockState()
+    def _state(self, engine: sa.Engine, conn: sa.Connection | None) -> _BlockState:
+        alloc_engine, tenant = _allocation_engine(engine, conn)
+        # Engines sharing a pool share the database, and so the block; unless
+        # a schema_translate_map points them at different sequences tables.
+        pool = engine.pool
+        last_pool, last_tenant, last_state = self._last
+        if last_pool() is pool and last_tenant == tenant:  # the common case
+            return last_state
+        with self._states_lock:
+            tenants = self._states.setdefault(pool, {})
+            state = tenants.get(tenant)
+            if state is None:
+                if engine.dialect.is_async:
+                    raise InvalidSequenceError(_ASYNC_MESSAGE.format(mode=self.mode.value))
+                state = tenants[tenant] = _BlockState(alloc_engine)
+            self._last = (weakref.ref(pool), tenant, state)
         return state
 
     @staticmethod
@@ -414,3 +502,4 @@ class TableSequence:
     def _forget_blocks(self) -> None:
         self._states_lock = threading.Lock()
         self._states = weakref.WeakKeyDictionary()
+        self._last = _NO_STATE

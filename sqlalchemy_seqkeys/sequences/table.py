@@ -45,6 +45,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy_seqkeys._dialect import dialect_key
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
+    SequenceAllocationError,
     SequenceExhaustedError,
     SequenceExistsError,
     SequenceNotFoundError,
@@ -60,7 +61,8 @@ __all__ = [
     "sequences_table",
 ]
 
-#: The largest value a sequence hands out: BIGINT's maximum.
+#: BIGINT's maximum. ``next_value`` never passes it, so the largest value a
+#: sequence hands out is ``MAX_VALUE - 1``.
 MAX_VALUE = 2**63 - 1
 #: The longest sequence name the table holds.
 NAME_LENGTH = 64
@@ -141,12 +143,6 @@ def _last_insert_id_statement(table: str) -> sa.Update:
 
 
 @lru_cache(maxsize=64)
-def _plain_update_statement(table: str) -> sa.Update:
-    t = _clause(table)
-    return _bump(t).values(next_value=t.c.next_value + sa.bindparam("n", type_=sa.BigInteger))
-
-
-@lru_cache(maxsize=64)
 def _read_statement(table: str) -> sa.Select[Any]:
     t = _clause(table)
     return sa.select(t.c.next_value).where(t.c.name == sa.bindparam("seq_name"))
@@ -164,15 +160,49 @@ def _by_last_insert_id(conn: sa.Connection, table: str, params: dict[str, object
     result = conn.execute(_last_insert_id_statement(table), params)
     if result.rowcount == 0:
         return None
-    return int(result.lastrowid)
+    new_next = result.lastrowid
+    if new_next is None:
+        # Drivers that report lastrowid for INSERT only (MariaDB Connector/Python):
+        # LAST_INSERT_ID() is per session, so this reads our own UPDATE's value.
+        new_next = conn.scalar(sa.text("SELECT LAST_INSERT_ID()"))
+    return int(new_next)
 
 
-def _by_update_then_read(conn: sa.Connection, table: str, params: dict[str, object]) -> int | None:
-    # Engines without UPDATE ... RETURNING: the UPDATE's lock is ours until
-    # this transaction ends, so the read that follows sees our own write.
-    if conn.execute(_plain_update_statement(table), params).rowcount == 0:
-        return None
-    return int(conn.execute(_read_statement(table), params).scalar_one())
+_CAS_ATTEMPTS = 100
+
+
+def _by_compare_and_swap(conn: sa.Connection, table: str, params: dict[str, object]) -> int | None:
+    # Engines without UPDATE ... RETURNING (SQLite before 3.35, some third-party
+    # dialects): read, then move next_value only if it is still what was read.
+    # Correct in autocommit too, where no lock would outlive the UPDATE.
+    n, ceiling = params["n"], params["ceiling"]
+    assert isinstance(n, int)
+    assert isinstance(ceiling, int)
+    for _ in range(_CAS_ATTEMPTS):
+        current = conn.execute(_read_statement(table), params).scalar()
+        if current is None or int(current) > ceiling:
+            return None
+        swapped = conn.execute(_cas_statement(table), {**params, "expected": int(current)}).rowcount
+        if swapped == 1:
+            return int(current) + n
+    raise SequenceAllocationError(
+        f"sequence {params['seq_name']!r} kept changing under {_CAS_ATTEMPTS} attempts "
+        "to allocate from it; the engine has no UPDATE ... RETURNING and is under heavy "
+        "contention: use a batch mode"
+    )
+
+
+@lru_cache(maxsize=64)
+def _cas_statement(table: str) -> sa.Update:
+    t = _clause(table)
+    return (
+        sa.update(t)
+        .where(
+            t.c.name == sa.bindparam("seq_name"),
+            t.c.next_value == sa.bindparam("expected", type_=sa.BigInteger),
+        )
+        .values(next_value=t.c.next_value + sa.bindparam("n", type_=sa.BigInteger))
+    )
 
 
 _ALLOCATORS: dict[str, _Allocator] = {
@@ -213,7 +243,7 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
     if conn.dialect.update_returning:
         allocator = _ALLOCATORS.get(dialect_key(conn.dialect), _by_returning)
     else:
-        allocator = _ALLOCATORS.get(dialect_key(conn.dialect), _by_update_then_read)
+        allocator = _ALLOCATORS.get(dialect_key(conn.dialect), _by_compare_and_swap)
     try:
         new_next = allocator(conn, table, params)
     except sa.exc.ProgrammingError as exc:
@@ -241,7 +271,14 @@ def _raise_missing_or_exhausted(conn: sa.Connection, name: str, n: int, table: s
     )
 
 
+#: what the engines say when a table does not exist (PostgreSQL 42P01, MySQL
+#: 1146, SQLite, Spanner): only then is the sequences table worth looking for
+_NO_TABLE_HINTS = ("does not exist", "doesn't exist", "no such table", "not found", "42p01")
+
+
 def _raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> None:
+    if not any(hint in str(exc).lower() for hint in _NO_TABLE_HINTS):
+        return
     # Ask on a fresh connection: the failed statement may have aborted this
     # connection's transaction (PostgreSQL).
     try:
@@ -259,9 +296,10 @@ def _raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> 
 def _insert_if_absent(dialect: sa.Dialect, table: str) -> sa.Insert:
     t = _clause(table)
     key = dialect_key(dialect)
-    if key == "postgresql":
+    # isinstance: dialects built on these (CockroachDB's, for one) take the same form
+    if isinstance(dialect, postgresql.base.PGDialect):
         return postgresql.insert(t).on_conflict_do_nothing(index_elements=["name"])
-    if key == "sqlite":
+    if isinstance(dialect, sqlite.base.SQLiteDialect):
         return sqlite.insert(t).on_conflict_do_nothing(index_elements=["name"])
     if key in ("mysql", "mariadb"):
         return sa.insert(t).prefix_with("IGNORE")

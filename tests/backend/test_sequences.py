@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from sqlalchemy_seqkeys import (
+    InvalidSequenceError,
     SequenceExhaustedError,
     SequenceExistsError,
     SequenceMode,
@@ -416,3 +417,104 @@ def test_forked_child_never_uses_the_parents_block(server_engine: Engine, mode: 
     assert len(child_values) == 150
     assert not set(child_values) & set(before + parent_values)
     assert not set(child_values) & set(range(before[0], before[0] + 100))  # not the parent's block
+
+
+def test_compare_and_swap_without_returning_is_safe_in_autocommit(tmp_path: Path) -> None:
+    """Engines without UPDATE ... RETURNING fall back to compare-and-swap, race-free."""
+    engine = sa.create_engine(
+        f"sqlite:///{tmp_path / 'cas.db'}",
+        isolation_level="AUTOCOMMIT",
+        connect_args={"timeout": 30},
+    )
+    engine.dialect.update_returning = False  # as on SQLite before 3.35
+    metadata = sa.MetaData()
+    sequences_table(metadata)
+    metadata.create_all(engine)
+    create_table_sequence(engine, "cas")
+    sequence = TableSequence("cas", mode="separate")
+    taken: list[int] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        mine = [sequence.next_value(engine) for _ in range(150)]
+        with lock:
+            taken.extend(mine)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    engine.dispose()
+    assert sorted(taken) == list(range(1, 601))
+
+
+def test_schema_translate_map_keeps_tenants_apart(pg_engine: Engine) -> None:
+    """Each tenant's sequences table hands out its own values, block state included."""
+    with pg_engine.begin() as conn:
+        for schema in ("seqkeys_tenant_a", "seqkeys_tenant_b"):
+            conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    try:
+        tenants = {
+            schema: pg_engine.execution_options(schema_translate_map={None: schema})
+            for schema in ("seqkeys_tenant_a", "seqkeys_tenant_b")
+        }
+        for start, tenant in zip((100, 5000), tenants.values(), strict=True):
+            metadata = sa.MetaData()
+            sequences_table(metadata)
+            metadata.create_all(tenant)
+            create_table_sequence(tenant, "orders", start=start)
+        for mode in ("separate", "batch", "async_batch"):
+            sequence = TableSequence("orders", mode=mode, batch_size=10, low_watermark=3)
+            a = sequence.next_values(tenants["seqkeys_tenant_a"], 12)
+            b = sequence.next_values(tenants["seqkeys_tenant_b"], 12)
+            assert all(100 <= v < 5000 for v in a), a
+            assert all(v >= 5000 for v in b), b
+            with tenants["seqkeys_tenant_b"].connect() as conn:  # map on the engine
+                c = sequence.next_values(conn, 3)
+            assert all(v >= 5000 for v in c)
+            assert not set(b) & set(c)
+    finally:
+        with pg_engine.begin() as conn:
+            for schema in ("seqkeys_tenant_a", "seqkeys_tenant_b"):
+                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+
+
+def test_async_engines_get_a_clear_error_or_in_transaction(pg_engine: Engine) -> None:
+    import asyncio
+
+    from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+
+    metadata = sa.MetaData()
+    sequences_table(metadata)
+    metadata.drop_all(pg_engine)
+    metadata.create_all(pg_engine)
+    create_table_sequence(pg_engine, "async_ok")
+    create_table_sequence(pg_engine, "async_batch")
+    works = TableSequence("async_ok", mode="in_transaction")
+    refused = TableSequence("async_batch", mode="batch")
+    model, model_metadata = make_model(works, table="seqkeys_async_rows")
+    model_metadata.drop_all(pg_engine)
+    model_metadata.create_all(pg_engine)
+
+    async def run() -> list[int]:
+        url = pg_engine.url.set(drivername="postgresql+psycopg_async")
+        engine = create_async_engine(url)
+        try:
+            async with AsyncSession(engine) as session:
+                session.add_all(model(note=str(i)) for i in range(3))
+                await session.commit()
+                ids = list((await session.scalars(sa.select(model.id).order_by(model.id))).all())
+            async with engine.connect() as conn:
+                with pytest.raises(InvalidSequenceError, match="use mode='in_transaction'"):
+                    await conn.run_sync(lambda sync_conn: refused.next_value(sync_conn))
+            return ids
+        finally:
+            await engine.dispose()
+
+    try:
+        assert asyncio.run(run()) == [1, 2, 3]
+    finally:
+        model_metadata.drop_all(pg_engine)
+        metadata.drop_all(pg_engine)
