@@ -58,6 +58,16 @@ def _parser() -> argparse.ArgumentParser:
         default=1,
         help="with --grid: runs per mode, interleaved; the median is reported",
     )
+    seq.add_argument(
+        "--grid-threads",
+        default="10,50",
+        help="with --grid: comma-separated thread counts (default: %(default)s)",
+    )
+    seq.add_argument(
+        "--grid-modes",
+        default="none,native,sync,async,batch,async_batch",
+        help="with --grid: comma-separated modes (default: all)",
+    )
     seq.add_argument("--batch-size", type=int, default=200)
     seq.add_argument("--low-watermark", type=int, default=50)
     seq.add_argument(
@@ -125,6 +135,8 @@ def _bench_sequences(args: argparse.Namespace) -> int:
             txn_ms=args.txn_ms,
             progress=lambda line: print(line, flush=True),
             repeat=args.repeat,
+            thread_counts=[int(t) for t in args.grid_threads.split(",")],
+            modes=[m.strip() for m in args.grid_modes.split(",")],
         )
         print(report)
         return 0

@@ -96,9 +96,8 @@ class SequenceNotFoundError(SeqKeysError, LookupError):
 class SequencesTableNotFoundError(SeqKeysError, LookupError):
     """The ``sequences`` table itself does not exist in the database.
 
-    Example: create it with ``sequences_table(metadata)`` and
-    ``metadata.create_all(engine)``, or with the Alembic operation
-    ``op.create_sequences_table()``.
+    Example: declare it with ``sequences_table(metadata)`` and create it with
+    ``metadata.create_all(engine)``.
     """
 
 

@@ -31,10 +31,11 @@ others         ``CHAR(36)``                              ``BINARY(16)``
 Binary storage holds ``UUID.bytes`` (RFC byte order), so it sorts like the
 text form; ``AS_BINARY`` values (time order in ``UUID.bytes_le``) therefore
 do not sort by time in a ``CombGuid`` column: they are for binary columns
-that other software fills in Microsoft byte order. MySQL's ``CHAR(36)`` is declared ``CHARACTER SET ascii``: the key
-then takes 36 bytes instead of up to 144 in ``utf8mb4`` and compares faster.
-MariaDB's native ``UUID`` type is deliberately not used: it stores and sorts
-some UUIDs with their groups swapped, which breaks time order.
+that other software fills in Microsoft byte order. MySQL's ``CHAR(36)`` is
+declared ``CHARACTER SET ascii``: the key then takes 36 bytes instead of up
+to 144 in ``utf8mb4`` and compares faster. MariaDB's native ``UUID`` type is
+deliberately not used: it stores and sorts some UUIDs with their groups
+swapped, which breaks time order.
 
 :data:`comb_guid` picks the :class:`~sqlalchemy_seqkeys.CombLayout` that makes
 the server's own ``ORDER BY`` return rows in minting order on the dialect it

@@ -24,7 +24,7 @@ Declare it as a column default and create its row once::
         __tablename__ = "invoices"
         id: Mapped[int] = mapped_column(BigInteger, primary_key=True, default=invoice_id)
 
-    invoice_id.create(engine, if_not_exists=True)   # or op.create_table_sequence(...)
+    invoice_id.create(engine, if_not_exists=True)   # once: the sequence's row
 
 - ``in_transaction``: the value is taken on the flush's connection, inside the
   application's transaction. Committed rows get consecutive values in commit
@@ -176,6 +176,12 @@ _NO_STATE: tuple[Callable[[], object], object, _BlockState] = (
     None,
     _BlockState(),
 )
+
+#: Dialects whose allocation statement is atomic on its own and whose driver
+#: switches autocommit without a round trip (psycopg): one round trip instead
+#: of BEGIN, UPDATE, COMMIT. That matters most when a refill competes for the
+#: GIL with many busy threads.
+_AUTOCOMMIT_ALLOCATION = frozenset({"postgresql"})
 
 _ASYNC_MESSAGE = (
     "TableSequence mode {mode!r} takes values on connections of its own, which an "
@@ -431,6 +437,10 @@ class TableSequence:
 
     def _allocate_separately(self, engine: sa.Engine, n: int) -> int:
         def attempt() -> int:
+            if dialect_key(engine.dialect) in _AUTOCOMMIT_ALLOCATION:
+                with engine.connect() as conn:
+                    conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                    return allocate(conn, self.name, n, table=self.table)
             with engine.begin() as conn:
                 return allocate(conn, self.name, n, table=self.table)
 

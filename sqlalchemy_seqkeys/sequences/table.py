@@ -262,8 +262,7 @@ def _raise_missing_or_exhausted(conn: sa.Connection, name: str, n: int, table: s
     if current is None:
         raise SequenceNotFoundError(
             f"sequence {name!r} has no row in table {table!r}; create it with "
-            f"create_table_sequence(engine, {name!r}) or, in a migration, "
-            f"op.create_table_sequence({name!r})"
+            f"create_table_sequence(engine, {name!r}) (or TableSequence.create(engine))"
         )
     raise SequenceExhaustedError(
         f"sequence {name!r} is at {current}; a block of {n} would pass the BIGINT "
@@ -277,7 +276,12 @@ _NO_TABLE_HINTS = ("does not exist", "doesn't exist", "no such table", "not foun
 
 
 def _raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> None:
-    if not any(hint in str(exc).lower() for hint in _NO_TABLE_HINTS):
+    # A ProgrammingError is a statement the server refused: always worth a look
+    # (Spanner's says nothing more). Among OperationalErrors, which include
+    # deadlocks and lost connections, only those that name a missing table.
+    if not isinstance(exc, sa.exc.ProgrammingError) and not any(
+        hint in str(exc).lower() for hint in _NO_TABLE_HINTS
+    ):
         return
     # Ask on a fresh connection: the failed statement may have aborted this
     # connection's transaction (PostgreSQL).
@@ -288,8 +292,8 @@ def _raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> 
         return
     if not exists:
         raise SequencesTableNotFoundError(
-            f"table {table!r} does not exist; create it with sequences_table(metadata) and "
-            "metadata.create_all(engine), or op.create_sequences_table() in a migration"
+            f"table {table!r} does not exist; declare it with sequences_table(metadata) and "
+            "create it with metadata.create_all(engine)"
         ) from exc
 
 

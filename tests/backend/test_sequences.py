@@ -172,7 +172,7 @@ def test_missing_sequences_table(engine: Engine) -> None:
     metadata = sa.MetaData()
     sequences_table(metadata)
     metadata.drop_all(engine)
-    with pytest.raises(SequencesTableNotFoundError, match="create_sequences_table"):
+    with pytest.raises(SequencesTableNotFoundError, match=r"sequences_table\(metadata\)"):
         TableSequence("x", mode="separate").next_value(engine)
 
 
