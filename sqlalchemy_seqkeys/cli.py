@@ -87,6 +87,12 @@ def _parser() -> argparse.ArgumentParser:
         "--repeat", type=int, default=1, help="interleaved rounds; each variant keeps its best"
     )
     ins.add_argument(
+        "--settle",
+        type=float,
+        default=3.0,
+        help="seconds to wait after each variant, for the server's background work",
+    )
+    ins.add_argument(
         "--variants",
         default=",".join(DEFAULT_VARIANTS),
         help=f"comma-separated, from: {', '.join(VARIANTS)}",
@@ -121,7 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    print(run_insert(args.url, args.rows, args.batch, names, repeat=args.repeat))
+    print(
+        run_insert(args.url, args.rows, args.batch, names, repeat=args.repeat, settle=args.settle)
+    )
     return 0
 
 

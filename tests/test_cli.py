@@ -67,6 +67,8 @@ def test_bench_insert(engine: Engine, capsys: pytest.CaptureFixture[str]) -> Non
                 "500",
                 "--variants",
                 "bigint,uuid4,comb",
+                "--settle",
+                "0",
             ]
         )
         == 0
