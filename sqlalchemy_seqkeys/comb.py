@@ -48,8 +48,8 @@ import uuid
 import weakref
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from enum import Enum
 
+from ._enum import ChoiceEnum
 from .errors import (
     InvalidGuidError,
     InvalidLayoutError,
@@ -64,13 +64,15 @@ _MS_BITS = 48
 _MS_LIMIT = 1 << _MS_BITS
 
 
-class CombLayout(str, Enum):
+class CombLayout(ChoiceEnum):
     """Where a COMB GUID keeps its timestamp; plain strings are accepted too.
 
     Example::
 
         >>> CombLayout("at_end") is CombLayout.AT_END
         True
+        >>> CombLayout.coerce("as_binary")
+        <CombLayout.AS_BINARY: 'as_binary'>
     """
 
     #: Timestamp first in the text form and in RFC byte order (``UUID.bytes``).
@@ -81,18 +83,20 @@ class CombLayout(str, Enum):
     AT_END = "at_end"
 
     @classmethod
-    def coerce(cls, value: CombLayout | str) -> CombLayout:
-        """Return the member for ``value``, or raise :class:`InvalidLayoutError`.
+    def _invalid(cls, message: str) -> Exception:
+        return InvalidLayoutError(message + " or a CombLayout member")
 
-        Example::
+    @classmethod
+    def _noun(cls) -> str:
+        return "COMB layout"
 
-            >>> CombLayout.coerce("as_binary")
-            <CombLayout.AS_BINARY: 'as_binary'>
-        """
-        try:
-            return cls(value)
-        except ValueError:
-            raise _bad_layout(value) from None
+
+def _bad_layout(layout: object) -> InvalidLayoutError:
+    try:
+        CombLayout.coerce(layout)  # type: ignore[arg-type]
+    except InvalidLayoutError as exc:
+        return exc
+    return InvalidLayoutError(f"{layout!r} is not a COMB layout")  # pragma: no cover
 
 
 # -- fast UUID construction -------------------------------------------------
@@ -271,13 +275,6 @@ _DECODERS: dict[str, Callable[[uuid.UUID], int]] = {
     CombLayout.AS_BINARY: _timestamp_ms_as_binary,
     CombLayout.AT_END: _timestamp_ms_at_end,
 }
-
-
-def _bad_layout(layout: object) -> InvalidLayoutError:
-    choices = ", ".join(repr(m.value) for m in CombLayout)
-    return InvalidLayoutError(
-        f"{layout!r} is not a COMB layout; use one of {choices} or a CombLayout member"
-    )
 
 
 def _to_unix_ms(at: datetime | int) -> int:

@@ -73,12 +73,12 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from enum import Enum
 from typing import Any, Protocol
 
 import sqlalchemy as sa
 
 from sqlalchemy_seqkeys._dialect import dialect_key
+from sqlalchemy_seqkeys._enum import ChoiceEnum
 from sqlalchemy_seqkeys.errors import InvalidSequenceError, SeqKeysError, SequenceAllocationError
 
 from ._retry import retrying
@@ -87,13 +87,15 @@ from .table import DEFAULT_TABLE, MAX_VALUE, allocate, check_name, create_table_
 __all__ = ["SequenceMode", "TableSequence"]
 
 
-class SequenceMode(str, Enum):
+class SequenceMode(ChoiceEnum):
     """How a :class:`TableSequence` takes values; plain strings are accepted too.
 
     Example::
 
         >>> SequenceMode("async_batch") is SequenceMode.ASYNC_BATCH
         True
+        >>> SequenceMode.coerce("batch")
+        <SequenceMode.BATCH: 'batch'>
     """
 
     #: In the application's transaction: ordered and gapless (the source's SYNC).
@@ -106,21 +108,12 @@ class SequenceMode(str, Enum):
     ASYNC_BATCH = "async_batch"
 
     @classmethod
-    def coerce(cls, value: SequenceMode | str) -> SequenceMode:
-        """Return the member for ``value`` or raise InvalidSequenceError.
+    def _invalid(cls, message: str) -> Exception:
+        return InvalidSequenceError(message)
 
-        Example::
-
-            >>> SequenceMode.coerce("batch")
-            <SequenceMode.BATCH: 'batch'>
-        """
-        try:
-            return cls(value)
-        except ValueError:
-            choices = ", ".join(repr(m.value) for m in cls)
-            raise InvalidSequenceError(
-                f"{value!r} is not a sequence mode; use one of {choices}"
-            ) from None
+    @classmethod
+    def _noun(cls) -> str:
+        return "sequence mode"
 
 
 class _HasConnection(Protocol):
