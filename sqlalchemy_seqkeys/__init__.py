@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from .comb import CombLayout, comb_timestamp, new_comb, new_uuid7
 from .errors import (
+    ClockMovedBackwardsError,
+    ForkedWorkerError,
     InvalidGuidError,
     InvalidLayoutError,
     InvalidSequenceError,
+    InvalidSnowflakeError,
     NaiveDatetimeError,
     SeqKeysError,
     SequenceAllocationError,
@@ -34,17 +37,28 @@ from .errors import (
     TimestampOutOfRangeError,
 )
 from .sequences import SequenceMode, TableSequence, create_table_sequence, sequences_table
+from .snowflake import (
+    DecodedSnowflake,
+    Snowflake,
+    SnowflakeLayout,
+    rotate_digits,
+    unrotate_digits,
+)
 from .types import CombGuid, CombGuidDefault, comb_guid
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ClockMovedBackwardsError",
     "CombGuid",
     "CombGuidDefault",
     "CombLayout",
+    "DecodedSnowflake",
+    "ForkedWorkerError",
     "InvalidGuidError",
     "InvalidLayoutError",
     "InvalidSequenceError",
+    "InvalidSnowflakeError",
     "NaiveDatetimeError",
     "SeqKeysError",
     "SequenceAllocationError",
@@ -53,6 +67,8 @@ __all__ = [
     "SequenceMode",
     "SequenceNotFoundError",
     "SequencesTableNotFoundError",
+    "Snowflake",
+    "SnowflakeLayout",
     "TableSequence",
     "TimestampOutOfRangeError",
     "__version__",
@@ -61,5 +77,7 @@ __all__ = [
     "create_table_sequence",
     "new_comb",
     "new_uuid7",
+    "rotate_digits",
     "sequences_table",
+    "unrotate_digits",
 ]

@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--seconds", type=float, default=0.3, help="length of one timed round")
     gen.add_argument("--rounds", type=int, default=5, help="interleaved rounds; best one counts")
 
+    flake = benches.add_parser(
+        "snowflake", help="ids/s of Snowflake beside the reference nextId, uuid4 and COMB"
+    )
+    flake.add_argument("--seconds", type=float, default=0.3, help="length of one timed round")
+    flake.add_argument("--rounds", type=int, default=5, help="interleaved rounds; best counts")
+
     seq = benches.add_parser(
         "sequences", help="the source's sequence perf tool: values/s and latency per mode"
     )
@@ -116,6 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.bench == "sequences":
         return _bench_sequences(args)
+    if args.bench == "snowflake":
+        from .bench.snowflake import run as run_snowflake
+
+        print(run_snowflake(seconds=args.seconds, rounds=args.rounds))
+        return 0
     from .bench.insert import VARIANTS
     from .bench.insert import run as run_insert
 

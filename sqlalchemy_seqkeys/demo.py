@@ -20,6 +20,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from .comb import CombLayout, comb_timestamp, new_uuid7
 from .sequences import SequenceMode, TableSequence, sequences_table
+from .snowflake import Snowflake, rotate_digits
 from .types import CombGuid, comb_guid
 
 __all__ = ["run"]
@@ -100,6 +101,34 @@ def _sequence_describe(mode: SequenceMode) -> Callable[[Any, sa.Dialect], str]:
     return lambda key, dialect: what
 
 
+_SNOWFLAKE = Snowflake(worker_id=1)
+_ROTATED = Snowflake(worker_id=1, transform=rotate_digits)
+
+
+class SnowflakePlain(_Base):
+    """Snowflake ids (41-bit ms, 10-bit worker, 12-bit sequence)."""
+
+    __tablename__ = "demo_snowflake"
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, default=_SNOWFLAKE)
+    note: Mapped[str] = mapped_column(sa.String(40))
+
+
+class SnowflakeRotated(_Base):
+    """Snowflake ids with the last digit rotated to the second place."""
+
+    __tablename__ = "demo_snowflake_rotated"
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, default=_ROTATED)
+    note: Mapped[str] = mapped_column(sa.String(40))
+
+
+def _snowflake_describe(generator: Snowflake) -> Callable[[Any, sa.Dialect], str]:
+    def describe(key: int, dialect: sa.Dialect) -> str:
+        d = generator.decode(key)
+        return f"worker {d.worker_id}, sequence {d.sequence}, minted at {d.timestamp.isoformat()}"
+
+    return describe
+
+
 @dataclass(frozen=True)
 class _Strategy:
     title: str
@@ -130,6 +159,12 @@ STRATEGIES = [
         _comb_describe(CombLayout.AT_END),
     ),
     _Strategy("UUIDv7 (new_uuid7)", Uuid7, _uuid7_describe),
+    _Strategy("Snowflake(worker_id=1)", SnowflakePlain, _snowflake_describe(_SNOWFLAKE)),
+    _Strategy(
+        "Snowflake(worker_id=1, transform=rotate_digits)",
+        SnowflakeRotated,
+        _snowflake_describe(_ROTATED),
+    ),
     *(
         _Strategy(
             f"TableSequence mode={mode.value!r}", _SEQUENCE_MODELS[mode], _sequence_describe(mode)

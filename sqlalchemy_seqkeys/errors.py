@@ -19,9 +19,12 @@ Python programmer would expect (``ValueError`` or ``TypeError``), so existing
 from __future__ import annotations
 
 __all__ = [
+    "ClockMovedBackwardsError",
+    "ForkedWorkerError",
     "InvalidGuidError",
     "InvalidLayoutError",
     "InvalidSequenceError",
+    "InvalidSnowflakeError",
     "NaiveDatetimeError",
     "SeqKeysError",
     "SequenceAllocationError",
@@ -121,4 +124,37 @@ class SequenceAllocationError(SeqKeysError):
 
     The original database error is the ``__cause__``. Example: the server
     went away and did not come back within the retry budget.
+    """
+
+
+class InvalidSnowflakeError(SeqKeysError, ValueError):
+    """A snowflake layout, worker id or value that cannot work.
+
+    Example: ``SnowflakeLayout(timestamp_bits=41, worker_bits=12, sequence_bits=12)``
+    raises it: that is 65 bits, and an id has 63.
+    """
+
+
+class ClockMovedBackwardsError(SeqKeysError):
+    """The clock stepped back further than a snowflake generator may wait out.
+
+    ``step_ms`` is the size of the step. Minting on would repeat ids already
+    handed out. Example: ``Snowflake(1, max_backwards_ms=5)`` raises it when
+    the clock jumps back by 2 seconds.
+    """
+
+    def __init__(self, step_ms: float) -> None:
+        self.step_ms = step_ms
+        super().__init__(
+            f"the clock moved backwards by {step_ms:.3f} ms; refusing to mint ids that may "
+            "already exist. Fix the clock (NTP slewing, not stepping), or raise "
+            "max_backwards_ms so that such steps are waited out"
+        )
+
+
+class ForkedWorkerError(SeqKeysError):
+    """A forked child tried to mint with its parent's snowflake worker id.
+
+    Example: create the ``Snowflake`` after the fork, or pass
+    ``after_fork=`` a function that returns the child's own worker id.
     """

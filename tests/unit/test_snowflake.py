@@ -1,0 +1,247 @@
+"""Snowflake ids: frozen-clock vectors, exhaustion, clock steps, threads, fork, rotation."""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from sqlalchemy_seqkeys import (
+    ClockMovedBackwardsError,
+    ForkedWorkerError,
+    InvalidSnowflakeError,
+    Snowflake,
+    SnowflakeLayout,
+    rotate_digits,
+    unrotate_digits,
+)
+from sqlalchemy_seqkeys.bench.snowflake import ReferenceSnowflake
+
+UTC = timezone.utc
+EPOCH_MS = 1288834974657
+# 2024-01-02T03:04:05.678Z
+NOW_MS = 1_704_164_645_678
+
+
+class FakeClock:
+    """Nanoseconds since the Unix epoch, moved by the test."""
+
+    def __init__(self, ms: int) -> None:
+        self.ns = ms * 1_000_000
+
+    def __call__(self) -> int:
+        return self.ns
+
+    def advance_ms(self, ms: float) -> None:
+        self.ns += int(ms * 1_000_000)
+
+
+def test_frozen_clock_vectors_and_decode() -> None:
+    clock = FakeClock(NOW_MS)
+    ids = Snowflake(worker_id=113, clock=clock)
+    first, second = ids(), ids()
+    ticks = NOW_MS - EPOCH_MS
+    assert first == (ticks << 22) | (113 << 12) | 0
+    assert first == 1742018900482527232
+    assert second == first + 1
+    decoded = ids.decode(second)
+    assert decoded.timestamp == datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    assert decoded.worker_id == 113
+    assert decoded.sequence == 1
+    assert SnowflakeLayout().worker_from(datacenter=3, machine=17) == 113
+
+
+def test_same_layout_as_the_reference_code() -> None:
+    """Worker 113 is datacenter 3, machine 17 in the reference's 5 + 5 bits."""
+    reference = ReferenceSnowflake(datacenter_id=3, worker_id=17)
+    reference.time_gen = lambda: NOW_MS  # type: ignore[method-assign]
+    ours = Snowflake(worker_id=113, clock=FakeClock(NOW_MS))
+    assert [reference.next_id() for _ in range(5)] == [ours() for _ in range(5)]
+
+
+def test_sequence_exhaustion_waits_for_the_next_tick() -> None:
+    clock = FakeClock(NOW_MS)
+    ids = Snowflake(worker_id=1, clock=clock)
+    first_tick = [ids() for _ in range(4096)]
+    assert [ids.decode(v).sequence for v in first_tick] == list(range(4096))
+    timer = threading.Timer(0.05, clock.advance_ms, args=(1,))
+    timer.start()
+    value = ids()  # the 4097th in one tick: waits until the clock moves
+    timer.join()
+    assert ids.decode(value).sequence == 0
+    assert ids.decode(value).timestamp == ids.decode(first_tick[0]).timestamp + timedelta(
+        milliseconds=1
+    )
+    assert value > first_tick[-1]
+
+
+def test_clock_step_back_within_the_limit_is_waited_out() -> None:
+    clock = FakeClock(NOW_MS)
+    ids = Snowflake(worker_id=1, clock=clock, max_backwards_ms=50)
+    before = ids()
+    clock.advance_ms(-20)
+    timer = threading.Timer(0.05, clock.advance_ms, args=(25,))
+    timer.start()
+    after = ids()  # waits until the clock is back past the last tick
+    timer.join()
+    assert after > before
+
+
+def test_clock_step_back_beyond_the_limit_raises_with_its_size() -> None:
+    clock = FakeClock(NOW_MS)
+    ids = Snowflake(worker_id=1, clock=clock, max_backwards_ms=50)
+    before = ids()
+    clock.advance_ms(-2000)
+    with pytest.raises(ClockMovedBackwardsError) as info:
+        ids()
+    assert info.value.step_ms == 2000
+    assert "2000.000 ms" in str(info.value)
+    clock.advance_ms(2001)
+    assert ids() > before  # nothing was minted twice meanwhile
+    strict = Snowflake(worker_id=2, clock=clock, on_clock_backwards="raise")
+    strict()
+    clock.advance_ms(-1)
+    with pytest.raises(ClockMovedBackwardsError):
+        strict()
+
+
+def test_threads_mint_unique_ids_each_thread_increasing() -> None:
+    ids = Snowflake(worker_id=5)
+    per_thread = 100_000
+    results: list[list[int]] = [[] for _ in range(8)]
+    start = threading.Barrier(8)
+
+    def work(out: list[int]) -> None:
+        start.wait()
+        out.extend(ids() for _ in range(per_thread))
+
+    threads = [threading.Thread(target=work, args=(out,)) for out in results]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    every = [v for out in results for v in out]
+    assert len(set(every)) == 8 * per_thread
+    for out in results:
+        assert out == sorted(out)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX-only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
+def test_fork_with_a_fixed_worker_id_raises_in_the_child() -> None:
+    ids = Snowflake(worker_id=7)
+    ids()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            ids()
+            os.write(write_fd, b"minted")
+        except ForkedWorkerError as exc:
+            os.write(write_fd, str(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    message = os.read(read_fd, 4096).decode()
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    assert "forked from the one that owns worker id 7" in message
+    assert ids() > 0  # the parent goes on
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX-only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
+def test_fork_with_after_fork_takes_a_new_worker_id() -> None:
+    ids = Snowflake(worker_id=7, after_fork=lambda: 8)
+    parent_before = [ids() for _ in range(100)]
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            child = [ids() for _ in range(1000)]
+            os.write(write_fd, " ".join(map(str, child)).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    chunks = []
+    while chunk := os.read(read_fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    child_ids = [int(v) for v in b"".join(chunks).split()]
+    parent_after = [ids() for _ in range(1000)]
+    assert len(child_ids) == 1000
+    assert {ids.decode(v).worker_id for v in child_ids} == {8}
+    assert not set(child_ids) & set(parent_before + parent_after)
+
+
+SOURCE_VECTORS = [
+    (561632371724517376, 566163237172451737),
+    (561632371728711680, 506163237172871168),
+    (561632371728711681, 516163237172871168),
+    (561632371732905984, 546163237173290598),
+    (561632371737100288, 586163237173710028),
+]
+
+
+@pytest.mark.parametrize(("original", "rotated"), SOURCE_VECTORS)
+def test_rotate_digits_source_vectors(original: int, rotated: int) -> None:
+    assert rotate_digits(original) == rotated
+    assert unrotate_digits(rotated) == original
+
+
+def test_rotate_more_digits_round_trips() -> None:
+    value = 561632371724517376
+    assert rotate_digits(value, 2) == 576616323717245173
+    assert rotate_digits(value, 3) == 537661632371724517
+    for digits in (1, 2, 3):
+        assert unrotate_digits(rotate_digits(value, digits), digits) == value
+
+
+def test_rotation_spreads_consecutive_ids_over_ten_leading_prefixes() -> None:
+    ids = Snowflake(worker_id=1, transform=rotate_digits)
+    values = [ids() for _ in range(1000)]
+    assert len({str(v)[:2] for v in values}) == 10
+    assert all(ids.decode(v).worker_id == 1 for v in values)
+    two = Snowflake(worker_id=1, transform=functools.partial(rotate_digits, digits=2))
+    assert two.decode(two()).worker_id == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "message"),
+    [
+        (-5, 1, "non-negative int"),
+        (7, 1, "needs at least 2"),
+        (123, 3, "needs at least 4"),
+        (9_223_372_036_854_775_807, 1, r"past 2\*\*63 - 1"),
+        (12345, 0, "digits must be an int >= 1"),
+    ],
+)
+def test_rotation_bad_input(value: int, digits: int, message: str) -> None:
+    with pytest.raises(InvalidSnowflakeError, match=message):
+        rotate_digits(value, digits)
+
+
+def test_layout_validation() -> None:
+    assert SnowflakeLayout().exhausted_at == datetime(2080, 7, 10, 17, 30, 30, 209000, tzinfo=UTC)
+    with pytest.raises(InvalidSnowflakeError, match="needs 65 bits"):
+        SnowflakeLayout(worker_bits=12)
+    with pytest.raises(InvalidSnowflakeError, match="has no timezone"):
+        SnowflakeLayout(epoch=datetime(2020, 1, 1))
+    with pytest.raises(InvalidSnowflakeError, match="runs out at"):
+        SnowflakeLayout(timestamp_bits=35)  # 2**35 ms is about a year
+    short = SnowflakeLayout(timestamp_bits=35, allow_short_life=True)
+    assert short.exhausted_at.year == 2011
+    with pytest.raises(InvalidSnowflakeError, match="worker_id must be an int from 0 to 1023"):
+        Snowflake(worker_id=1024)
+    with pytest.raises(InvalidSnowflakeError, match="on_clock_backwards"):
+        Snowflake(worker_id=1, on_clock_backwards="ignore")
+
+
+def test_custom_transform_cannot_be_decoded() -> None:
+    ids = Snowflake(worker_id=1, transform=lambda v: v ^ 1)
+    with pytest.raises(InvalidSnowflakeError, match="cannot undo a custom transform"):
+        ids.decode(ids())
