@@ -28,6 +28,7 @@ from .errors import (
     InvalidSequenceError,
     InvalidSnowflakeError,
     NaiveDatetimeError,
+    NoWorkerIdError,
     SeqKeysError,
     SequenceAllocationError,
     SequenceExhaustedError,
@@ -35,6 +36,7 @@ from .errors import (
     SequenceNotFoundError,
     SequencesTableNotFoundError,
     TimestampOutOfRangeError,
+    WorkerLeaseLostError,
 )
 from .sequences import SequenceMode, TableSequence, create_table_sequence, sequences_table
 from .snowflake import (
@@ -45,6 +47,7 @@ from .snowflake import (
     unrotate_digits,
 )
 from .types import CombGuid, CombGuidDefault, comb_guid
+from .workers import WorkerLease, workers_table
 
 __version__ = "0.1.0"
 
@@ -60,6 +63,7 @@ __all__ = [
     "InvalidSequenceError",
     "InvalidSnowflakeError",
     "NaiveDatetimeError",
+    "NoWorkerIdError",
     "SeqKeysError",
     "SequenceAllocationError",
     "SequenceExhaustedError",
@@ -71,6 +75,8 @@ __all__ = [
     "SnowflakeLayout",
     "TableSequence",
     "TimestampOutOfRangeError",
+    "WorkerLease",
+    "WorkerLeaseLostError",
     "__version__",
     "comb_guid",
     "comb_timestamp",
@@ -80,4 +86,5 @@ __all__ = [
     "rotate_digits",
     "sequences_table",
     "unrotate_digits",
+    "workers_table",
 ]

@@ -26,6 +26,7 @@ __all__ = [
     "InvalidSequenceError",
     "InvalidSnowflakeError",
     "NaiveDatetimeError",
+    "NoWorkerIdError",
     "SeqKeysError",
     "SequenceAllocationError",
     "SequenceExhaustedError",
@@ -33,6 +34,7 @@ __all__ = [
     "SequenceNotFoundError",
     "SequencesTableNotFoundError",
     "TimestampOutOfRangeError",
+    "WorkerLeaseLostError",
 ]
 
 
@@ -157,4 +159,21 @@ class ForkedWorkerError(SeqKeysError):
 
     Example: create the ``Snowflake`` after the fork, or pass
     ``after_fork=`` a function that returns the child's own worker id.
+    """
+
+
+class NoWorkerIdError(SeqKeysError):
+    """Every worker id is leased by a live process.
+
+    Example: with 10 worker bits, the 1,025th concurrent ``WorkerLease`` raises
+    it; close leases you no longer need, or use more worker bits.
+    """
+
+
+class WorkerLeaseLostError(SeqKeysError):
+    """A worker-id lease expired unrenewed, was closed, or was taken over.
+
+    Another process may now hold the id, so the snowflake generator that uses
+    it stops minting. Example: take a new ``WorkerLease`` and a new
+    ``Snowflake``.
     """

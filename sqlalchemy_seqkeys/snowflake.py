@@ -48,9 +48,12 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import ClockMovedBackwardsError, ForkedWorkerError, InvalidSnowflakeError
+
+if TYPE_CHECKING:
+    from .workers import WorkerLease
 
 __all__ = [
     "DEFAULT_EPOCH",
@@ -284,7 +287,7 @@ class Snowflake:
 
     def __init__(
         self,
-        worker_id: int,
+        worker_id: int | WorkerLease,
         *,
         layout: SnowflakeLayout | None = None,
         on_clock_backwards: str = "wait",
@@ -294,6 +297,17 @@ class Snowflake:
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self.layout = layout or SnowflakeLayout()
+        self.lease: WorkerLease | None = None
+        if not isinstance(worker_id, int):  # a WorkerLease: its id, checked on every call
+            self.lease = worker_id
+            if worker_id.max_worker_id > self.layout.max_worker_id:
+                raise InvalidSnowflakeError(
+                    f"the lease hands out ids up to {worker_id.max_worker_id}, but the layout "
+                    f"holds {self.layout.max_worker_id}; pass max_worker_id= to WorkerLease"
+                )
+            if after_fork is None:
+                after_fork = self._lease_for_child
+            worker_id = worker_id.worker_id
         self.worker_id = self._check_worker(worker_id)
         if on_clock_backwards not in ("wait", "raise"):
             raise InvalidSnowflakeError(
@@ -375,6 +389,8 @@ class Snowflake:
         # row, and cell access is the cheapest state Python has.
         # acquire()/release() with try/finally: a third of the cost of "with lock".
         acquire, release = lock.acquire, lock.release
+        lease = self.lease
+        monotonic = time.monotonic
 
         def mint() -> int:
             nonlocal last, sequence
@@ -396,7 +412,16 @@ class Snowflake:
         def mint_transformed() -> int:
             return transform(mint())  # type: ignore[misc]
 
-        self._mint = mint if transform is None else mint_transformed
+        def mint_leased() -> int:
+            # Refuse before minting once the lease may have passed to another process.
+            if monotonic() >= lease._valid_until:  # type: ignore[union-attr]
+                lease.check()  # type: ignore[union-attr]
+            return mint() if transform is None else transform(mint())
+
+        if lease is not None:
+            self._mint = mint_leased
+        else:
+            self._mint = mint if transform is None else mint_transformed
 
     def __call__(self) -> int:
         """Mint the next id (the column default)."""
@@ -444,6 +469,11 @@ class Snowflake:
         # and its state must not be reused: the first call decides what to do.
         self._lock = threading.Lock()
         self._mint = self._first_call_after_fork
+
+    def _lease_for_child(self) -> int:
+        assert self.lease is not None
+        self.lease = self.lease.for_child()
+        return self.lease.worker_id
 
     def _first_call_after_fork(self) -> int:
         if self.after_fork is None:

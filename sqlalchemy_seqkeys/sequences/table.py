@@ -297,17 +297,20 @@ def _raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> 
         ) from exc
 
 
-def _insert_if_absent(dialect: sa.Dialect, table: str) -> sa.Insert:
-    t = _clause(table)
-    key = dialect_key(dialect)
+def insert_ignoring_conflict(dialect: sa.Dialect, t: sa.Table, key: list[str]) -> sa.Insert:
+    """An INSERT that inserts nothing (rowcount 0) where the primary key ``key`` exists.
+
+    Each engine's own form, so that a conflict never aborts the transaction.
+    """
     # isinstance: dialects built on these (CockroachDB's, for one) take the same form
     if isinstance(dialect, postgresql.base.PGDialect):
-        return postgresql.insert(t).on_conflict_do_nothing(index_elements=["name"])
+        return postgresql.insert(t).on_conflict_do_nothing(index_elements=key)
     if isinstance(dialect, sqlite.base.SQLiteDialect):
-        return sqlite.insert(t).on_conflict_do_nothing(index_elements=["name"])
-    if key in ("mysql", "mariadb"):
+        return sqlite.insert(t).on_conflict_do_nothing(index_elements=key)
+    name = dialect_key(dialect)
+    if name in ("mysql", "mariadb"):
         return sa.insert(t).prefix_with("IGNORE")
-    if key == "spanner":
+    if name == "spanner":
         return sa.insert(t).prefix_with("OR IGNORE")
     return sa.insert(t)
 
@@ -342,7 +345,8 @@ def create_table_sequence(
 
 def _create(conn: sa.Connection, name: str, start: int, table: str, if_not_exists: bool) -> bool:
     # rowcount of an INSERT is reported only when asked for (SQLAlchemy 2.0.28+)
-    statement = _insert_if_absent(conn.dialect, table).execution_options(preserve_rowcount=True)
+    statement = insert_ignoring_conflict(conn.dialect, _clause(table), ["name"])
+    statement = statement.execution_options(preserve_rowcount=True)
     try:
         created = conn.execute(statement, {"name": name, "next_value": start}).rowcount == 1
     except sa.exc.IntegrityError:

@@ -88,3 +88,21 @@ def take_until_killed(url: str, name: str, mode: str, out_path: str) -> None:
 if __name__ == "__main__":  # python -m tests.backend._seq_workers URL NAME MODE OUT
     take_until_killed(*sys.argv[1:5])
     os._exit(0)  # pragma: no cover
+
+
+def claim_and_hold(url: str, max_worker_id: int, hold_seconds: float) -> int | None:
+    """Claim a worker id, hold it for a while (overlapping the other racers), release it."""
+    from sqlalchemy_seqkeys import NoWorkerIdError, WorkerLease
+
+    engine = sa.create_engine(url)
+    try:
+        lease = WorkerLease(engine, ttl=30, max_worker_id=max_worker_id, create_table=False)
+    except NoWorkerIdError:
+        engine.dispose()
+        return None
+    import time
+
+    time.sleep(hold_seconds)
+    lease.close()
+    engine.dispose()
+    return lease.worker_id

@@ -138,3 +138,17 @@ def test_modes_accept_strings() -> None:
     assert TableSequence("a", mode="in_transaction").mode is SequenceMode.IN_TRANSACTION
     with pytest.raises(InvalidSequenceError):
         TableSequence("a", mode="separate").next_values(sa.create_engine("sqlite://"), -1)
+
+
+def test_server_clock_per_dialect() -> None:
+    from sqlalchemy_seqkeys.workers import server_now_ms
+
+    expected = {
+        "postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+        "mysql": "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+        "sqlite": "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+        "spanner": "UNIX_MILLIS(CURRENT_TIMESTAMP())",
+    }
+    for name, sql in expected.items():
+        compiled = str(sa.select(server_now_ms()).compile(dialect=DIALECTS[name]()))
+        assert compiled == f"SELECT {sql} AS anon_1"
