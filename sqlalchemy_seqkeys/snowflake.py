@@ -179,7 +179,15 @@ class SnowflakeLayout:
 
 
 class DecodedSnowflake(NamedTuple):
-    """The fields of a snowflake id: :meth:`Snowflake.decode` returns one."""
+    """The fields of a snowflake id: :meth:`Snowflake.decode` returns one.
+
+    Example::
+
+        >>> s = Snowflake(worker_id=3)
+        >>> decoded = s.decode(s())
+        >>> decoded.worker_id, decoded.sequence
+        (3, 0)
+    """
 
     timestamp: datetime
     worker_id: int
