@@ -31,6 +31,7 @@ from sqlalchemy_seqkeys import (
     sequences_table,
 )
 from sqlalchemy_seqkeys.sequences.table import MAX_VALUE, read_next_value
+from tests._helpers import in_forked_child
 
 from . import _seq_workers
 
@@ -397,22 +398,12 @@ def test_forked_child_never_uses_the_parents_block(server_engine: Engine, mode: 
     create_table_sequence(server_engine, name)
     sequence = TableSequence(name, mode=mode, batch_size=100, low_watermark=10)
     before = sequence.next_values(server_engine, 10)  # the parent holds the rest of a block
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        try:
-            server_engine.dispose(close=False)  # SQLAlchemy's rule for forked children
-            child = sequence.next_values(server_engine, 150)
-            os.write(write_fd, " ".join(map(str, child)).encode())
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    chunks = []
-    while chunk := os.read(read_fd, 1 << 16):
-        chunks.append(chunk)
-    os.close(read_fd)
-    os.waitpid(pid, 0)
-    child_values = [int(v) for v in b"".join(chunks).split()]
+
+    def child() -> str:
+        server_engine.dispose(close=False)  # SQLAlchemy's rule for forked children
+        return " ".join(map(str, sequence.next_values(server_engine, 150)))
+
+    child_values = [int(v) for v in in_forked_child(child).split()]
     parent_values = sequence.next_values(server_engine, 150)
     assert len(child_values) == 150
     assert not set(child_values) & set(before + parent_values)

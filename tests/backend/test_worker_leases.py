@@ -19,6 +19,7 @@ from sqlalchemy_seqkeys import (
     WorkerLeaseLostError,
     workers_table,
 )
+from tests._helpers import in_forked_child
 
 from . import _seq_workers
 
@@ -129,20 +130,14 @@ def test_forked_child_leases_its_own_worker_id(server_lease_engine: Engine) -> N
     lease = WorkerLease(engine, ttl=10, max_worker_id=15)
     ids = Snowflake(worker_id=lease)
     parent_first = ids()
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        try:
-            child_id = ids()
-            os.write(write_fd, str(child_id).encode())
-            assert ids.lease is not None
-            ids.lease.close()
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    child_value = int(os.read(read_fd, 100).decode())
-    os.close(read_fd)
-    os.waitpid(pid, 0)
+
+    def child() -> str:
+        value = ids()
+        assert ids.lease is not None
+        ids.lease.close()
+        return str(value)
+
+    child_value = int(in_forked_child(child))
     assert ids.decode(child_value).worker_id != lease.worker_id
     assert ids.decode(ids()).worker_id == lease.worker_id == ids.decode(parent_first).worker_id
     lease.close()

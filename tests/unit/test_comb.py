@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -24,6 +23,7 @@ from sqlalchemy_seqkeys import (
     new_uuid7,
 )
 from sqlalchemy_seqkeys import comb as comb_module
+from tests._helpers import in_forked_child, in_threads
 
 UTC = timezone.utc
 # 2024-01-02T03:04:05.678Z
@@ -226,18 +226,7 @@ def test_uuid7_is_rfc9562() -> None:
 @pytest.mark.parametrize("mint_one", [lambda: new_comb("as_string"), new_uuid7])
 def test_threads_mint_unique_values_each_thread_in_order(mint_one: Callable[[], uuid.UUID]) -> None:
     per_thread = 20_000
-    results: list[list[uuid.UUID]] = [[] for _ in range(8)]
-    start = threading.Barrier(8)
-
-    def work(out: list[uuid.UUID]) -> None:
-        start.wait()
-        out.extend(mint_one() for _ in range(per_thread))
-
-    threads = [threading.Thread(target=work, args=(out,)) for out in results]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = in_threads(mint_one, 8, per_thread)
     every = [v for out in results for v in out]
     assert len(set(every)) == 8 * per_thread
     for out in results:
@@ -250,22 +239,14 @@ def test_fork_child_keeps_order_and_shares_nothing_with_parent() -> None:
     for layout_name in ("as_string", "at_end"):
         layout = CombLayout(layout_name)
         before = [new_comb(layout) for _ in range(100)]
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            try:
-                values = [new_comb(layout) for _ in range(2000)]
-                os.write(write_fd, "\n".join(map(str, values)).encode())
-            finally:
-                os._exit(0)
-        os.close(write_fd)
-        parent_values = [new_comb(layout) for _ in range(2000)]
-        chunks = []
-        while chunk := os.read(read_fd, 1 << 16):
-            chunks.append(chunk)
-        os.close(read_fd)
-        os.waitpid(pid, 0)
-        child_values = [uuid.UUID(s) for s in b"".join(chunks).decode().split("\n")]
+        parent_values: list[uuid.UUID] = []
+        output = in_forked_child(
+            lambda layout=layout: "\n".join(str(new_comb(layout)) for _ in range(2000)),
+            lambda layout=layout, out=parent_values: out.extend(
+                new_comb(layout) for _ in range(2000)
+            ),
+        )
+        child_values = [uuid.UUID(s) for s in output.split("\n")]
         key = sort_key(layout)
         assert len(child_values) == 2000
         # the child's values follow everything it inherited, in minting order

@@ -19,6 +19,7 @@ from sqlalchemy_seqkeys import (
     unrotate_digits,
 )
 from sqlalchemy_seqkeys.bench.snowflake import ReferenceSnowflake
+from tests._helpers import in_forked_child, in_threads
 
 UTC = timezone.utc
 EPOCH_MS = 1288834974657
@@ -111,18 +112,7 @@ def test_clock_step_back_beyond_the_limit_raises_with_its_size() -> None:
 def test_threads_mint_unique_ids_each_thread_increasing() -> None:
     ids = Snowflake(worker_id=5)
     per_thread = 100_000
-    results: list[list[int]] = [[] for _ in range(8)]
-    start = threading.Barrier(8)
-
-    def work(out: list[int]) -> None:
-        start.wait()
-        out.extend(ids() for _ in range(per_thread))
-
-    threads = [threading.Thread(target=work, args=(out,)) for out in results]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = in_threads(ids, 8, per_thread)
     every = [v for out in results for v in out]
     assert len(set(every)) == 8 * per_thread
     for out in results:
@@ -134,20 +124,8 @@ def test_threads_mint_unique_ids_each_thread_increasing() -> None:
 def test_fork_with_a_fixed_worker_id_raises_in_the_child() -> None:
     ids = Snowflake(worker_id=7)
     ids()
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        try:
-            ids()
-            os.write(write_fd, b"minted")
-        except ForkedWorkerError as exc:
-            os.write(write_fd, str(exc).encode())
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    message = os.read(read_fd, 4096).decode()
-    os.close(read_fd)
-    os.waitpid(pid, 0)
+    message = in_forked_child(lambda: f"minted {ids()}")
+    assert message.startswith(ForkedWorkerError.__name__)
     assert "forked from the one that owns worker id 7" in message
     assert ids() > 0  # the parent goes on
 
@@ -157,21 +135,8 @@ def test_fork_with_a_fixed_worker_id_raises_in_the_child() -> None:
 def test_fork_with_after_fork_takes_a_new_worker_id() -> None:
     ids = Snowflake(worker_id=7, after_fork=lambda: 8)
     parent_before = [ids() for _ in range(100)]
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        try:
-            child = [ids() for _ in range(1000)]
-            os.write(write_fd, " ".join(map(str, child)).encode())
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    chunks = []
-    while chunk := os.read(read_fd, 1 << 16):
-        chunks.append(chunk)
-    os.close(read_fd)
-    os.waitpid(pid, 0)
-    child_ids = [int(v) for v in b"".join(chunks).split()]
+    output = in_forked_child(lambda: " ".join(str(ids()) for _ in range(1000)))
+    child_ids = [int(v) for v in output.split()]
     parent_after = [ids() for _ in range(1000)]
     assert len(child_ids) == 1000
     assert {ids.decode(v).worker_id for v in child_ids} == {8}
