@@ -19,14 +19,18 @@ See the README for which strategy suits which engine.
 
 from __future__ import annotations
 
+from .bitreverse import reverse_bits
 from .comb import CombLayout, comb_timestamp, new_comb, new_uuid7
 from .errors import (
     ClockMovedBackwardsError,
     ForkedWorkerError,
+    InvalidBitReversalError,
     InvalidGuidError,
     InvalidLayoutError,
     InvalidSequenceError,
+    InvalidShardError,
     InvalidSnowflakeError,
+    MissingExtraError,
     NaiveDatetimeError,
     NoWorkerIdError,
     SeqKeysError,
@@ -39,6 +43,7 @@ from .errors import (
     WorkerLeaseLostError,
 )
 from .sequences import SequenceMode, TableSequence, create_table_sequence, sequences_table
+from .shard import farm_fingerprint, shard_of
 from .snowflake import (
     DecodedSnowflake,
     Snowflake,
@@ -58,10 +63,13 @@ __all__ = [
     "CombLayout",
     "DecodedSnowflake",
     "ForkedWorkerError",
+    "InvalidBitReversalError",
     "InvalidGuidError",
     "InvalidLayoutError",
     "InvalidSequenceError",
+    "InvalidShardError",
     "InvalidSnowflakeError",
+    "MissingExtraError",
     "NaiveDatetimeError",
     "NoWorkerIdError",
     "SeqKeysError",
@@ -81,10 +89,13 @@ __all__ = [
     "comb_guid",
     "comb_timestamp",
     "create_table_sequence",
+    "farm_fingerprint",
     "new_comb",
     "new_uuid7",
+    "reverse_bits",
     "rotate_digits",
     "sequences_table",
+    "shard_of",
     "unrotate_digits",
     "workers_table",
 ]

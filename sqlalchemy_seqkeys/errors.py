@@ -21,10 +21,13 @@ from __future__ import annotations
 __all__ = [
     "ClockMovedBackwardsError",
     "ForkedWorkerError",
+    "InvalidBitReversalError",
     "InvalidGuidError",
     "InvalidLayoutError",
     "InvalidSequenceError",
+    "InvalidShardError",
     "InvalidSnowflakeError",
+    "MissingExtraError",
     "NaiveDatetimeError",
     "NoWorkerIdError",
     "SeqKeysError",
@@ -176,4 +179,26 @@ class WorkerLeaseLostError(SeqKeysError):
     Another process may now hold the id, so the snowflake generator that uses
     it stops minting. Example: take a new ``WorkerLease`` and a new
     ``Snowflake``.
+    """
+
+
+class InvalidBitReversalError(SeqKeysError, ValueError):
+    """A value that has no 63-bit reversal: negative, 2**63 or more, or not an int.
+
+    Example: ``reverse_bits(-1)`` raises it.
+    """
+
+
+class InvalidShardError(SeqKeysError, ValueError):
+    """A shard count or a value to hash that cannot work.
+
+    Example: ``shard_of("a", 0)`` raises it; there must be at least one shard.
+    """
+
+
+class MissingExtraError(SeqKeysError, ImportError):
+    """An optional dependency is not installed; the message names the extra.
+
+    Example: ``farm_fingerprint`` without pyfarmhash says to
+    ``pip install 'sqlalchemy-seqkeys[farmhash]'``.
     """

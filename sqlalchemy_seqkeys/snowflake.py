@@ -250,9 +250,12 @@ def unrotate_digits(value: int, digits: int = 1) -> int:
 
 
 def _inverse_of(transform: Callable[[int], int]) -> Callable[[int], int] | None:
+    from .bitreverse import reverse_bits
+
     inverses: dict[object, Callable[[int], int]] = {
         rotate_digits: unrotate_digits,
         unrotate_digits: rotate_digits,
+        reverse_bits: reverse_bits,  # its own inverse
     }
     if isinstance(transform, functools.partial) and transform.func in inverses:
         return functools.partial(inverses[transform.func], *transform.args, **transform.keywords)
@@ -281,8 +284,9 @@ class Snowflake:
     ``max_backwards_ms`` and raises beyond it; ``"raise"`` raises at once.
     ``after_fork`` (a function returning a new worker id) lets a forked child
     go on minting; without it the child's first call raises. ``transform`` is
-    applied to every id (:func:`rotate_digits`, or a ``functools.partial`` of
-    it); ``clock`` returns nanoseconds since the Unix epoch (for tests).
+    applied to every id (:func:`rotate_digits`, a ``functools.partial`` of
+    it, or :func:`~sqlalchemy_seqkeys.reverse_bits`); ``clock`` returns
+    nanoseconds since the Unix epoch (for tests).
 
     Example::
 
