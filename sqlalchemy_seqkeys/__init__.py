@@ -43,7 +43,7 @@ from .errors import (
     WorkerLeaseLostError,
 )
 from .sequences import SequenceMode, TableSequence, create_table_sequence, sequences_table
-from .shard import farm_fingerprint, shard_of
+from .shard import ShardId, farm_fingerprint, shard_of, spanner_string
 from .snowflake import (
     DecodedSnowflake,
     Snowflake,
@@ -79,6 +79,7 @@ __all__ = [
     "SequenceMode",
     "SequenceNotFoundError",
     "SequencesTableNotFoundError",
+    "ShardId",
     "Snowflake",
     "SnowflakeLayout",
     "TableSequence",
@@ -96,6 +97,7 @@ __all__ = [
     "rotate_digits",
     "sequences_table",
     "shard_of",
+    "spanner_string",
     "unrotate_digits",
     "workers_table",
 ]
