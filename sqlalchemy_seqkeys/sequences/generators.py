@@ -65,6 +65,9 @@ until that transaction ends, so ``separate``, ``batch`` and ``async_batch``
 then take the value on the flush's connection, inside its transaction, one at
 a time (values already reserved in memory are used first). Such values return
 to the sequence if the transaction rolls back, like ``in_transaction`` ones.
+An in-memory SQLite database exists per thread (or behind one shared
+connection), so there ``async_batch`` fetches its blocks in the caller's
+thread, as ``batch`` does.
 """
 
 from __future__ import annotations
@@ -149,11 +152,27 @@ def _must_stay_on(conn: sa.Connection) -> bool:
 class _BlockState:
     """The block of values one process holds for one sequence on one database."""
 
-    __slots__ = ("cond", "end", "engine", "error", "next", "pid", "refilling", "spare")
+    __slots__ = (
+        "background",
+        "cond",
+        "end",
+        "engine",
+        "error",
+        "next",
+        "pid",
+        "refilling",
+        "spare",
+    )
 
     def __init__(self, engine: sa.Engine | None = None) -> None:
         #: where blocks come from: the caller's engine, with its schema_translate_map
         self.engine = engine
+        #: False where another thread would not see the same database through
+        #: the pool (SQLite in memory: a database per thread, or one shared
+        #: connection): async_batch then fetches in the caller's thread
+        self.background = not isinstance(
+            getattr(engine, "pool", None), (sa.pool.SingletonThreadPool, sa.pool.StaticPool)
+        )
         self.cond = threading.Condition(threading.Lock())
         self.next = 0
         self.end = 0  # values next .. end-1 are ours to hand out
@@ -386,6 +405,8 @@ class TableSequence:
 
     def _take_async_batch(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
         state = self._state(engine, conn)
+        if not state.background:
+            return self._take_batch(engine, conn)
         while True:
             value: int | None = None
             launch = False

@@ -509,3 +509,26 @@ def test_async_engines_get_a_clear_error_or_in_transaction(pg_engine: Engine) ->
     finally:
         model_metadata.drop_all(pg_engine)
         metadata.drop_all(pg_engine)
+
+
+@pytest.mark.parametrize("pool", ["singleton", "static"])
+def test_every_mode_on_in_memory_sqlite(pool: str) -> None:
+    """An in-memory database is per thread (or one shared connection): no background refill."""
+    for mode in MODES:
+        sequence = TableSequence("mem", mode=mode, batch_size=3, low_watermark=1)
+        model, metadata = make_model(sequence)
+        sequences_table(metadata)
+        kwargs: dict[str, Any] = {}
+        if pool == "static":
+            kwargs = {"poolclass": sa.pool.StaticPool, "connect_args": {"check_same_thread": False}}
+        engine = sa.create_engine("sqlite://", **kwargs)
+        metadata.create_all(engine)
+        sequence.create(engine)
+        with Session(engine) as session:
+            for flush in range(4):
+                session.add_all(model(note=str(flush)) for _ in range(3))
+                session.flush()
+            session.commit()
+            ids = session.scalars(sa.select(model.id)).all()
+        assert sorted(ids) == list(range(1, 13)), mode
+        engine.dispose()
