@@ -19,7 +19,7 @@ See the README for which strategy suits which engine.
 
 from __future__ import annotations
 
-from .bitreverse import reverse_bits
+from .bitreverse import BitReversed, reverse_bits
 from .comb import CombLayout, comb_timestamp, new_comb, new_uuid7
 from .errors import (
     ClockMovedBackwardsError,
@@ -57,6 +57,7 @@ from .workers import WorkerLease, workers_table
 __version__ = "0.1.0"
 
 __all__ = [
+    "BitReversed",
     "ClockMovedBackwardsError",
     "CombGuid",
     "CombGuidDefault",
