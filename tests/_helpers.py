@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
+
+import sqlalchemy as sa
 
 T = TypeVar("T")
 
@@ -52,3 +55,18 @@ def in_forked_child(child: Callable[[], str], parent: Callable[[], None] | None 
     os.close(read_fd)
     os.waitpid(pid, 0)
     return b"".join(chunks).decode()
+
+
+@contextmanager
+def fresh_table(
+    engine: sa.Engine, declare: Callable[[sa.MetaData], sa.Table]
+) -> Iterator[sa.Engine]:
+    """``engine`` with the table ``declare`` puts on a MetaData created anew, dropped after."""
+    metadata = sa.MetaData()
+    declare(metadata)
+    metadata.drop_all(engine)
+    metadata.create_all(engine)
+    try:
+        yield engine
+    finally:
+        metadata.drop_all(engine)

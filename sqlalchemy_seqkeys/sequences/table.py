@@ -246,10 +246,7 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
         allocator = _ALLOCATORS.get(dialect_key(conn.dialect), _by_compare_and_swap)
     try:
         new_next = allocator(conn, table, params)
-    except sa.exc.ProgrammingError as exc:
-        _raise_if_table_missing(conn, table, exc)
-        raise
-    except sa.exc.OperationalError as exc:
+    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
         _raise_if_table_missing(conn, table, exc)
         raise
     if new_next is None:

@@ -31,7 +31,7 @@ from sqlalchemy_seqkeys import (
     sequences_table,
 )
 from sqlalchemy_seqkeys.sequences.table import MAX_VALUE, read_next_value
-from tests._helpers import in_forked_child
+from tests._helpers import fresh_table, in_forked_child
 
 from . import _seq_workers
 
@@ -44,12 +44,8 @@ ROOT = Path(__file__).parent.parent.parent
 @pytest.fixture
 def seq_engine(engine: Engine) -> Iterator[Engine]:
     """``engine`` with a fresh sequences table."""
-    metadata = sa.MetaData()
-    sequences_table(metadata)
-    metadata.drop_all(engine)
-    metadata.create_all(engine)
-    yield engine
-    metadata.drop_all(engine)
+    with fresh_table(engine, sequences_table) as fresh:
+        yield fresh
 
 
 def make_model(default: TableSequence, table: str = "seqkeys_seq_rows") -> tuple[type[Any], Any]:
@@ -251,13 +247,8 @@ def test_async_batch_refill_failure_reaches_the_caller_then_recovers(seq_engine:
 
 @pytest.fixture(params=["postgresql", "mysql"])
 def server_engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engine]:
-    engine: Engine = engines.get(request.param)
-    metadata = sa.MetaData()
-    sequences_table(metadata)
-    metadata.drop_all(engine)
-    metadata.create_all(engine)
-    yield engine
-    metadata.drop_all(engine)
+    with fresh_table(engines.get(request.param), sequences_table) as fresh:
+        yield fresh
 
 
 def url_of(engine: Engine) -> str:

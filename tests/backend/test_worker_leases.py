@@ -19,27 +19,17 @@ from sqlalchemy_seqkeys import (
     WorkerLeaseLostError,
     workers_table,
 )
-from tests._helpers import in_forked_child
+from tests._helpers import fresh_table, in_forked_child
 
 from . import _seq_workers
 
 pytestmark = pytest.mark.backend
 
 
-def fresh_table(engine: Engine) -> None:
-    metadata = sa.MetaData()
-    workers_table(metadata)
-    metadata.drop_all(engine)
-    metadata.create_all(engine)
-
-
 @pytest.fixture
 def lease_engine(engine: Engine) -> Iterator[Engine]:
-    fresh_table(engine)
-    yield engine
-    metadata = sa.MetaData()
-    workers_table(metadata)
-    metadata.drop_all(engine)
+    with fresh_table(engine, workers_table) as fresh:
+        yield fresh
 
 
 def test_leases_are_exclusive_and_released(lease_engine: Engine) -> None:
@@ -100,12 +90,8 @@ def test_renewal_keeps_a_lease_alive_past_its_ttl(lease_engine: Engine) -> None:
 
 @pytest.fixture(params=["postgresql", "mysql"])
 def server_lease_engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engine]:
-    engine: Engine = engines.get(request.param)
-    fresh_table(engine)
-    yield engine
-    metadata = sa.MetaData()
-    workers_table(metadata)
-    metadata.drop_all(engine)
+    with fresh_table(engines.get(request.param), workers_table) as fresh:
+        yield fresh
 
 
 @pytest.mark.slow
