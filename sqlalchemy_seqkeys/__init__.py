@@ -19,7 +19,7 @@ See the README for which strategy suits which engine.
 
 from __future__ import annotations
 
-from .bitreverse import BitReversed, reverse_bits
+from .bitreverse import BitReversed, BitReversedSequence, bit_reversed_sequence, reverse_bits
 from .comb import CombLayout, comb_timestamp, new_comb, new_uuid7
 from .errors import (
     ClockMovedBackwardsError,
@@ -42,7 +42,13 @@ from .errors import (
     TimestampOutOfRangeError,
     WorkerLeaseLostError,
 )
-from .sequences import SequenceMode, TableSequence, create_table_sequence, sequences_table
+from .sequences import (
+    SequenceMode,
+    TableSequence,
+    create_table_sequence,
+    drop_table_sequence,
+    sequences_table,
+)
 from .shard import ShardId, farm_fingerprint, shard_of, spanner_string
 from .snowflake import (
     DecodedSnowflake,
@@ -58,6 +64,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BitReversed",
+    "BitReversedSequence",
     "ClockMovedBackwardsError",
     "CombGuid",
     "CombGuidDefault",
@@ -88,9 +95,11 @@ __all__ = [
     "WorkerLease",
     "WorkerLeaseLostError",
     "__version__",
+    "bit_reversed_sequence",
     "comb_guid",
     "comb_timestamp",
     "create_table_sequence",
+    "drop_table_sequence",
     "farm_fingerprint",
     "new_comb",
     "new_uuid7",

@@ -14,14 +14,27 @@ values Spanner computes for the same counter, and is its own inverse::
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import CreateSequence
+from sqlalchemy.sql.compiler import DDLCompiler
 
-from ._dialect import dialect_key
-from .errors import InvalidBitReversalError
+from sqlalchemy_seqkeys._dialect import dialect_key
+from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
+from sqlalchemy_seqkeys.sequences.generators import TableSequence
+from sqlalchemy_seqkeys.sequences.table import (
+    DEFAULT_TABLE,
+    check_name,
+    drop_table_sequence,
+    sequences_table,
+)
 
-__all__ = ["BitReversed", "reverse_bits"]
+__all__ = ["BitReversed", "BitReversedSequence", "bit_reversed_sequence", "reverse_bits"]
 
 _BITS = 63
 _LIMIT = 1 << _BITS
@@ -50,6 +63,34 @@ def reverse_bits(n: int) -> int:
     return int(f"{n:063b}"[::-1], 2)
 
 
+SkipRange = tuple[int, int]
+"""An inclusive ``(skip_range_min, skip_range_max)`` of output values never handed out."""
+
+#: How many skipped values in a row make a skip range look like a mistake:
+#: a skip range covering all but 1 in 10,000 values is almost surely one.
+MAX_CONSECUTIVE_SKIPS = 10_000
+
+
+def _check_skip_range(skip_range: object) -> SkipRange | None:
+    if skip_range is None:
+        return None
+    if (
+        not isinstance(skip_range, (tuple, list))
+        or len(skip_range) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in skip_range)
+    ):
+        raise InvalidBitReversalError(
+            f"skip_range is a pair of ints (skip_range_min, skip_range_max), not {skip_range!r}"
+        )
+    low, high = skip_range
+    if not 0 <= low <= high < _LIMIT:
+        raise InvalidBitReversalError(
+            f"skip_range must satisfy 0 <= skip_range_min <= skip_range_max < 2**63, "
+            f"not ({low}, {high})"
+        )
+    return (low, high)
+
+
 class _HasConnection(Protocol):
     """What a column default receives: the execution context of the INSERT."""
 
@@ -71,6 +112,10 @@ class BitReversed:
     PostgreSQL and MariaDB the counter comes from the native sequence and is
     reversed here. SQLite has no sequences: use a TableSequence there.
 
+    ``skip_range=(low, high)`` never hands out a value in ``low .. high``
+    (inclusive): like Spanner, the counter that would give one is consumed
+    and the next one is taken. Use it for keys that already exist.
+
     Example::
 
         counter = TableSequence("orders_counter", mode="async_batch")
@@ -78,30 +123,279 @@ class BitReversed:
                                         default=BitReversed(counter))
     """
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, *, skip_range: SkipRange | None = None) -> None:
         if not isinstance(source, sa.Sequence) and not callable(source):
             raise InvalidBitReversalError(
                 f"BitReversed wraps a TableSequence or an sqlalchemy.Sequence, not {source!r}"
             )
         self.source = source
+        self.skip_range = _check_skip_range(skip_range)
 
     def __repr__(self) -> str:
-        return f"BitReversed({self.source!r})"
+        skip = f", skip_range={self.skip_range}" if self.skip_range else ""
+        return f"BitReversed({self.source!r}{skip})"
 
     def __call__(self, context: _HasConnection) -> int:
+        """The column default: one value for the row being inserted."""
+        skip_range = self.skip_range
+        if skip_range is None:
+            return self._draw(context)
+        low, high = skip_range
+        for _ in range(MAX_CONSECUTIVE_SKIPS):
+            value = self._draw(context)
+            if not low <= value <= high:
+                return value
+        raise SequenceExhaustedError(
+            f"{self!r} skipped {MAX_CONSECUTIVE_SKIPS} values in a row: skip_range {skip_range} "
+            "covers nearly all of the key space. Narrow it to the keys already in use"
+        )
+
+    def _draw(self, context: _HasConnection) -> int:
         source = self.source
         if isinstance(source, sa.Sequence):
             conn = context.connection
             if not conn.dialect.supports_sequences:
                 raise InvalidBitReversalError(
                     f"{conn.dialect.name} has no sequences; wrap a TableSequence instead: "
-                    "BitReversed(TableSequence(name, mode=...))"
+                    "BitReversed(TableSequence(name, mode=...)), or declare "
+                    "bit_reversed_sequence(name), which uses one there"
                 )
-            value = conn.scalar(sa.select(source.next_value()))
-            if value is None:  # pragma: no cover - a sequence always answers
-                raise InvalidBitReversalError(f"sequence {source.name!r} returned no value")
-            counter = int(value)
-            if dialect_key(conn.dialect) in _NATIVELY_REVERSED:
-                return counter
-            return reverse_bits(counter)
+            return _next_from_sequence(conn, source)
         return reverse_bits(int(source(context)))
+
+
+def _next_from_sequence(conn: sa.Connection, sequence: sa.Sequence) -> int:
+    value = conn.scalar(sa.select(sequence.next_value()))
+    if value is None:  # pragma: no cover - a sequence always answers
+        raise InvalidBitReversalError(f"sequence {sequence.name!r} returned no value")
+    if dialect_key(conn.dialect) in _NATIVELY_REVERSED:
+        return int(value)
+    return reverse_bits(int(value))
+
+
+class _NativeBitReversedSequence(sa.Sequence):
+    """The native sequence behind a BitReversedSequence; Spanner's DDL carries its options."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        start_with_counter: int,
+        skip_range: SkipRange | None,
+        schema: str | None,
+    ) -> None:
+        super().__init__(name, start=start_with_counter, minvalue=1, schema=schema)
+        self.start_with_counter = start_with_counter
+        self.skip_range = skip_range
+
+
+@compiles(CreateSequence, "spanner+spanner")
+def _spanner_create_sequence(create: CreateSequence, compiler: DDLCompiler, **kw: Any) -> str:
+    sequence = create.element
+    if not isinstance(sequence, _NativeBitReversedSequence):
+        text: str = compiler.visit_create_sequence(create, **kw)  # type: ignore[no-untyped-call]
+        return text
+    options = [
+        "sequence_kind = 'bit_reversed_positive'",
+        f"start_with_counter = {sequence.start_with_counter}",
+    ]
+    if sequence.skip_range is not None:
+        low, high = sequence.skip_range
+        options += [f"skip_range_min = {low}", f"skip_range_max = {high}"]
+    if_not_exists = " IF NOT EXISTS" if create.if_not_exists else ""
+    name = compiler.preparer.format_sequence(sequence)
+    return f"CREATE SEQUENCE{if_not_exists} {name} OPTIONS ({', '.join(options)})"
+
+
+@contextlib.contextmanager
+def _begin(bind: sa.Engine | sa.Connection) -> Iterator[sa.Connection]:
+    if isinstance(bind, sa.Engine):
+        with bind.begin() as conn:
+            yield conn
+    else:
+        yield bind
+
+
+class BitReversedSequence(BitReversed):
+    """A bit-reversed sequence with the same values on every engine; a column default.
+
+    Made by :func:`bit_reversed_sequence`, which documents it. Where its
+    counter lives depends on the engine it runs on:
+
+    ==========================  ==================================================
+    Spanner                     a native ``bit_reversed_positive`` sequence
+    PostgreSQL, MariaDB, ...    a native sequence; the counter is reversed here
+    SQLite, MySQL               a row of the sequences table, in the transaction
+    ==========================  ==================================================
+
+    Example::
+
+        order_id = bit_reversed_sequence("order_id", start_with_counter=1000)
+        order_id.create(engine)
+        order_id.next_value(engine)        # outside the ORM
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        start_with_counter: int = 1,
+        skip_range: SkipRange | None = None,
+        schema: str | None = None,
+        table: str = DEFAULT_TABLE,
+        metadata: sa.MetaData | None = None,
+    ) -> None:
+        check_name(name)
+        if (
+            not isinstance(start_with_counter, int)
+            or isinstance(start_with_counter, bool)
+            or not 1 <= start_with_counter < _LIMIT
+        ):
+            raise InvalidBitReversalError(
+                f"start_with_counter must be an int from 1 to 2**63 - 1, not {start_with_counter!r}"
+            )
+        self.name = name
+        self.start_with_counter = start_with_counter
+        self.schema = schema
+        self.table = table
+        self.sequence = _NativeBitReversedSequence(
+            name,
+            start_with_counter=start_with_counter,
+            skip_range=_check_skip_range(skip_range),
+            schema=schema,
+        )
+        self.counter = TableSequence(
+            name, mode="in_transaction", start=start_with_counter, table=table
+        )
+        super().__init__(self.sequence, skip_range=skip_range)
+        if metadata is not None:
+            self.attach(metadata)
+
+    def __repr__(self) -> str:
+        skip = f", skip_range={self.skip_range}" if self.skip_range else ""
+        return (
+            f"bit_reversed_sequence({self.name!r}, "
+            f"start_with_counter={self.start_with_counter}{skip})"
+        )
+
+    @staticmethod
+    def _native(dialect: sa.Dialect) -> bool:
+        return bool(dialect.supports_sequences)
+
+    def _draw(self, context: _HasConnection) -> int:
+        return self._draw_on(context.connection)
+
+    def _draw_on(self, conn: sa.Connection) -> int:
+        if self._native(conn.dialect):
+            return _next_from_sequence(conn, self.sequence)
+        return reverse_bits(self.counter.next_value(conn))
+
+    def next_value(self, bind: sa.Engine | sa.Connection) -> int:
+        """Take one value outside the ORM; with an Engine, in a transaction of its own.
+
+        Example::
+
+            order_id.next_value(engine)    # e.g. 855683929200394240
+        """
+
+        class _Context:
+            def __init__(self, connection: sa.Connection) -> None:
+                self.connection = connection
+
+        with _begin(bind) as conn:
+            return self(_Context(conn))
+
+    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> None:
+        """Create the sequence: native DDL, or (SQLite, MySQL) its sequences-table row.
+
+        Without sequences the sequences table is created first if it is missing.
+        ``checkfirst=True`` leaves an existing sequence as it is.
+
+        Example::
+
+            order_id.create(engine, checkfirst=True)
+        """
+        with _begin(bind) as conn:
+            if self._native(conn.dialect):
+                self.sequence.create(conn, checkfirst=checkfirst)
+                return
+            sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
+            self.counter.create(conn, if_not_exists=checkfirst)
+
+    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> None:
+        """Drop the sequence (or delete its sequences-table row); the table stays.
+
+        Example::
+
+            order_id.drop(engine, checkfirst=True)
+        """
+        with _begin(bind) as conn:
+            if self._native(conn.dialect):
+                self.sequence.drop(conn, checkfirst=checkfirst)
+                return
+            if checkfirst and not sa.inspect(conn).has_table(self.table):
+                return
+            drop_table_sequence(conn, self.name, table=self.table, if_exists=checkfirst)
+
+    def attach(self, metadata: sa.MetaData) -> None:
+        """Create and drop the sequence with ``metadata.create_all`` / ``drop_all``.
+
+        Example::
+
+            order_id.attach(Base.metadata)   # or bit_reversed_sequence(..., metadata=...)
+        """
+
+        def after_create(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
+            self.create(connection, checkfirst=bool(kw.get("checkfirst", True)))
+
+        def before_drop(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
+            self.drop(connection, checkfirst=bool(kw.get("checkfirst", True)))
+
+        event.listen(metadata, "after_create", after_create)
+        event.listen(metadata, "before_drop", before_drop)
+
+
+def bit_reversed_sequence(
+    name: str,
+    *,
+    start_with_counter: int = 1,
+    skip_range: SkipRange | None = None,
+    schema: str | None = None,
+    table: str = DEFAULT_TABLE,
+    metadata: sa.MetaData | None = None,
+) -> BitReversedSequence:
+    """Declare a bit-reversed sequence whose values equal Spanner's on every engine.
+
+    The ``n``-th value is ``reverse_bits(start_with_counter + n)``, except
+    that values inside ``skip_range=(low, high)`` (inclusive) are never handed
+    out: as on Spanner, the counter that would give one is consumed and the
+    next counter is used. On Spanner this is the native sequence
+    ``CREATE SEQUENCE name OPTIONS (sequence_kind = 'bit_reversed_positive',
+    start_with_counter = ..., skip_range_min = ..., skip_range_max = ...)``
+    read with ``GET_NEXT_SEQUENCE_VALUE``; on PostgreSQL and MariaDB a native
+    ``CREATE SEQUENCE name START WITH start_with_counter`` whose counter is
+    reversed here; on SQLite (and MySQL, which has no sequences) a row of the
+    ``table`` sequences table, taken in the inserting transaction.
+
+    Use the result as a column default; with ``metadata=`` the sequence is
+    created and dropped by ``create_all`` / ``drop_all`` (else call
+    :meth:`BitReversedSequence.create`).
+
+    Example::
+
+        order_id = bit_reversed_sequence(
+            "order_id", start_with_counter=1000, skip_range=(1, 99_999), metadata=Base.metadata
+        )
+
+        class Order(Base):
+            __tablename__ = "orders"
+            id: Mapped[int] = mapped_column(BigInteger, primary_key=True, default=order_id)
+    """
+    return BitReversedSequence(
+        name,
+        start_with_counter=start_with_counter,
+        skip_range=skip_range,
+        schema=schema,
+        table=table,
+        metadata=metadata,
+    )

@@ -7,13 +7,20 @@ See :mod:`sqlalchemy_seqkeys.sequences.generators` for the four modes and
 from __future__ import annotations
 
 from .generators import SequenceMode, TableSequence
-from .table import allocate, create_table_sequence, read_next_value, sequences_table
+from .table import (
+    allocate,
+    create_table_sequence,
+    drop_table_sequence,
+    read_next_value,
+    sequences_table,
+)
 
 __all__ = [
     "SequenceMode",
     "TableSequence",
     "allocate",
     "create_table_sequence",
+    "drop_table_sequence",
     "read_next_value",
     "sequences_table",
 ]

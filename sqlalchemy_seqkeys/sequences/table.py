@@ -57,6 +57,7 @@ __all__ = [
     "NAME_LENGTH",
     "allocate",
     "create_table_sequence",
+    "drop_table_sequence",
     "read_next_value",
     "sequences_table",
 ]
@@ -357,3 +358,44 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, if_not_exist
             "Pass if_not_exists=True to make this a no-op"
         )
     return created
+
+
+def drop_table_sequence(
+    bind: sa.Engine | sa.Connection,
+    name: str,
+    *,
+    table: str = DEFAULT_TABLE,
+    if_exists: bool = False,
+) -> bool:
+    """Delete sequence ``name``'s row; True if it was there.
+
+    A missing sequence raises :class:`~sqlalchemy_seqkeys.SequenceNotFoundError`
+    unless ``if_exists=True``. With an Engine the delete is committed here;
+    with a Connection it joins that connection's transaction.
+
+    Example::
+
+        drop_table_sequence(engine, "invoice_id", if_exists=True)
+    """
+    check_name(name)
+    if isinstance(bind, sa.Engine):
+        with bind.begin() as conn:
+            return _drop(conn, name, table, if_exists)
+    return _drop(bind, name, table, if_exists)
+
+
+def _drop(conn: sa.Connection, name: str, table: str, if_exists: bool) -> bool:
+    t = _clause(table)
+    statement = sa.delete(t).where(t.c.name == sa.bindparam("name"))
+    try:
+        result = conn.execute(statement.execution_options(preserve_rowcount=True), {"name": name})
+    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
+        _raise_if_table_missing(conn, table, exc)
+        raise
+    dropped = result.rowcount == 1
+    if not dropped and not if_exists:
+        raise SequenceNotFoundError(
+            f"sequence {name!r} does not exist in table {table!r}, so there is nothing to drop. "
+            "Pass if_exists=True to make this a no-op"
+        )
+    return dropped
