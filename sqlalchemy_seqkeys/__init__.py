@@ -49,7 +49,7 @@ from .sequences import (
     drop_table_sequence,
     sequences_table,
 )
-from .shard import ShardId, farm_fingerprint, shard_of, spanner_string
+from .shard import ShardId, farm_fingerprint, shard_of, spanner_shard_column, spanner_string
 from .snowflake import (
     DecodedSnowflake,
     Snowflake,
@@ -107,6 +107,7 @@ __all__ = [
     "rotate_digits",
     "sequences_table",
     "shard_of",
+    "spanner_shard_column",
     "spanner_string",
     "unrotate_digits",
     "workers_table",

@@ -27,14 +27,23 @@ FarmHash comes from the optional ``farmhash`` extra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
-from .errors import InvalidShardError, MissingExtraError, NaiveDatetimeError
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import CreateColumn
+from sqlalchemy.sql.compiler import DDLCompiler
 
-__all__ = ["ShardId", "farm_fingerprint", "shard_of", "spanner_string"]
+from sqlalchemy_seqkeys._dialect import dialect_key
+from sqlalchemy_seqkeys.errors import InvalidShardError, MissingExtraError, NaiveDatetimeError
+
+__all__ = ["ShardId", "farm_fingerprint", "shard_of", "spanner_shard_column", "spanner_string"]
 
 _farmhash: Any = None
 
@@ -210,3 +219,184 @@ class ShardId:
                 "set it, or declare its default before the shard column"
             ) from None
         return self.of(*values)
+
+
+# -- the stored generated column ------------------------------------------------
+
+
+class _ShardComputed(sa.Computed):
+    """``AS (MOD(FARM_FINGERPRINT(...), N)) STORED`` on Spanner; nothing elsewhere.
+
+    Elsewhere the column is a plain column that the INSERT fills from
+    :class:`ShardId` (see :func:`_fill_shard_ids`).
+    """
+
+    def __init__(self, shard: ShardId) -> None:
+        self.shard = shard
+        super().__init__(_spanner_expression(shard, quote=lambda name: name), persisted=True)
+
+    def _copy(self, **kw: Any) -> _ShardComputed:
+        return _ShardComputed(self.shard)
+
+
+def _spanner_expression(shard: ShardId, quote: Any) -> str:
+    parts = [f"CAST({quote(name)} AS STRING)" for name in shard.columns]
+    text = parts[0] if len(parts) == 1 else f"CONCAT({', '.join(parts)})"
+    n = shard.shards
+    if shard.non_negative:
+        return f"MOD(MOD(FARM_FINGERPRINT({text}), {n}) + {n}, {n})"
+    return f"MOD(FARM_FINGERPRINT({text}), {n})"
+
+
+@compiles(_ShardComputed, "spanner+spanner")
+def _spanner_generated(element: _ShardComputed, compiler: DDLCompiler, **kw: Any) -> str:
+    quote = compiler.preparer.quote
+    return f"AS ({_spanner_expression(element.shard, quote)}) STORED"
+
+
+@compiles(_ShardComputed)
+def _filled_on_insert(element: _ShardComputed, compiler: DDLCompiler, **kw: Any) -> str:
+    return ""
+
+
+@compiles(CreateColumn)
+def _create_column(create: CreateColumn, compiler: DDLCompiler, **kw: Any) -> str:
+    column = create.element
+    if (
+        not isinstance(column.computed, _ShardComputed)
+        or dialect_key(compiler.dialect) == "spanner"
+    ):
+        text: str = compiler.visit_create_column(create, **kw)  # type: ignore[no-untyped-call]
+        return text
+    # a plain column: some dialects (SQL Server) leave the type out of any computed column
+    type_ = compiler.dialect.type_compiler_instance.process(column.type, type_expression=column)
+    text = f"{compiler.preparer.format_column(column)} {type_}"
+    return text if column.nullable else f"{text} NOT NULL"
+
+
+#: Table -> its shard columns as (column key, ShardId); computed once per table.
+_shard_columns_cache: weakref.WeakKeyDictionary[sa.Table, list[tuple[str, ShardId]]] = (
+    weakref.WeakKeyDictionary()
+)
+_hook_lock = threading.Lock()
+_hook_installed = False
+
+
+def _shard_columns(table: sa.Table) -> list[tuple[str, ShardId]]:
+    found = _shard_columns_cache.get(table)
+    if found is None:
+        found = [
+            (c.key, c.computed.shard)
+            for c in table.columns
+            if isinstance(c.computed, _ShardComputed)
+        ]
+        _shard_columns_cache[table] = found
+    return found
+
+
+def _filled(row: Mapping[str, Any], shards: list[tuple[str, ShardId]]) -> dict[str, Any]:
+    out = dict(row)
+    for key, shard in shards:
+        try:
+            values = [out[c] for c in shard.columns]
+        except KeyError as exc:
+            raise InvalidShardError(
+                f"shard column {key!r} hashes column {exc.args[0]!r}, which has no value in this "
+                "INSERT; give it one (a column default is computed too late to hash)"
+            ) from None
+        value = shard.of(*values)
+        given = out.get(key)
+        if given is not None and given != value:
+            raise InvalidShardError(
+                f"shard column {key!r} was given {given!r}, but the row hashes to {value}; "
+                "leave it out and it is filled in (on Spanner the server computes it)"
+            )
+        out[key] = value
+    return out
+
+
+def _fill_shard_ids(
+    conn: sa.Connection,
+    statement: Any,
+    multiparams: Sequence[Mapping[str, Any]],
+    params: Mapping[str, Any],
+    execution_options: Any,
+) -> tuple[Any, Sequence[Mapping[str, Any]], Mapping[str, Any]]:
+    """Fill the shard columns of an INSERT on engines where they are not generated."""
+    if not isinstance(statement, sa.Insert) or not isinstance(statement.table, sa.Table):
+        return statement, multiparams, params
+    shards = _shard_columns(statement.table)
+    if not shards or dialect_key(conn.dialect) == "spanner":
+        return statement, multiparams, params
+    if multiparams:
+        return statement, [_filled(row, shards) for row in multiparams], params
+    if params:
+        return statement, multiparams, _filled(params, shards)
+    return _filled_statement(statement, shards), multiparams, params
+
+
+def _filled_statement(statement: sa.Insert, shards: list[tuple[str, ShardId]]) -> sa.Insert:
+    values = getattr(statement, "_values", None)
+    if (
+        not values
+        or getattr(statement, "_multi_values", None)
+        or getattr(statement, "select", None) is not None
+    ):
+        raise InvalidShardError(
+            f"cannot fill the shard columns of this INSERT into {statement.table}: pass the rows "
+            "as parameters (conn.execute(insert(table), rows)) or use .values(col=value, ...)"
+        )
+    row: dict[str, Any] = {}
+    for key, value in values.items():
+        name = key if isinstance(key, str) else getattr(key, "key", str(key))
+        if not isinstance(value, sa.BindParameter):
+            raise InvalidShardError(
+                f"cannot hash column {name!r}: its value is an SQL expression, not a value"
+            )
+        row[name] = value.value
+    filled = _filled(row, shards)
+    return statement.values({key: filled[key] for key, _ in shards})
+
+
+def _install_hook() -> None:
+    global _hook_installed
+    with _hook_lock:
+        if not _hook_installed:
+            event.listen(sa.Engine, "before_execute", _fill_shard_ids, retval=True)
+            _hook_installed = True
+
+
+def spanner_shard_column(
+    name: str,
+    *columns: str,
+    shards: int,
+    non_negative: bool = False,
+    **column_kw: Any,
+) -> sa.Column[int]:
+    """A shard-id column: generated by Spanner, filled by this library everywhere else.
+
+    On Spanner the column is ``name INT64 NOT NULL AS (MOD(FARM_FINGERPRINT(
+    CAST(c1 AS STRING)), shards)) STORED`` (several ``columns`` are joined
+    with ``CONCAT``), so the server computes it. On the other engines it is a
+    plain ``BIGINT NOT NULL`` column, and every INSERT through an Engine gets
+    the same value computed in Python by :class:`ShardId`: from the ORM, from
+    ``conn.execute(insert(table), rows)`` and from ``insert(table).values(...)``.
+    The hashed columns' values must be in the INSERT itself (a column default
+    is computed too late to hash), and a shard id given by hand must be the
+    right one.
+
+    Example::
+
+        class UserAccessLog(Base):
+            __tablename__ = "UserAccessLogs"
+            ShardId: Mapped[int] = spanner_shard_column(
+                "ShardId", "LastAccess", shards=2048, primary_key=True
+            )
+            LastAccess: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
+            UserId: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    """
+    shard = ShardId(*columns, shards=shards, non_negative=non_negative)
+    column_kw.setdefault("nullable", False)
+    column_kw.setdefault("autoincrement", False)
+    _install_hook()
+    return sa.Column(name, sa.BigInteger, _ShardComputed(shard), **column_kw)

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+import random
+import string
+from datetime import date, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from sqlalchemy_seqkeys import InvalidShardError, NaiveDatetimeError, ShardId, spanner_string
+from sqlalchemy_seqkeys import (
+    InvalidShardError,
+    NaiveDatetimeError,
+    ShardId,
+    spanner_shard_column,
+    spanner_string,
+)
 
 pytestmark = pytest.mark.backend
 
@@ -58,3 +67,88 @@ def test_canonical_forms_and_refusals() -> None:
         spanner_string(1.5)
     with pytest.raises(InvalidShardError, match="at least one column"):
         ShardId(shards=4)
+
+
+def shard_column_table(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
+        "seqkeys_shard_generated",
+        metadata,
+        spanner_shard_column("shard", "n", "s", "b", "ts", "d", shards=2048, primary_key=True),
+        sa.Column("n", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("s", sa.String(40), nullable=False),
+        sa.Column("b", sa.Boolean, nullable=False),
+        sa.Column("ts", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("d", sa.Date, nullable=False),
+    )
+
+
+def generated_rows(count: int) -> list[dict[str, object]]:
+    rng = random.Random(11)
+    la = ZoneInfo("America/Los_Angeles")
+    rows: list[dict[str, object]] = []
+    for i in range(count):
+        instant = datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(
+            seconds=rng.randint(0, 6 * 365 * 86400),
+            microseconds=rng.choice([0, 250000, 123456, 1000]),
+        )
+        rows.append(
+            {
+                "n": i * 7919 - 3_000_000_000_000 if i % 2 else i,
+                "s": "".join(rng.choice(string.ascii_letters + "éß漢 ") for _ in range(i % 13)),
+                "b": bool(i % 3),
+                "ts": instant if i % 4 else instant.astimezone(la),
+                "d": date(1990, 1, 1) + timedelta(days=rng.randint(0, 20000)),
+            }
+        )
+    return rows
+
+
+def test_spanner_generates_what_shard_of_computes(spanner_engine: Engine) -> None:
+    metadata = sa.MetaData()
+    table = shard_column_table(metadata)
+    metadata.drop_all(spanner_engine)
+    metadata.create_all(spanner_engine)
+    rows = generated_rows(1200)
+    try:
+        with spanner_engine.begin() as conn:
+            conn.execute(sa.insert(table), rows)  # no shard values: the server computes them
+        with spanner_engine.connect() as conn:
+            stored = {n: s for n, s in conn.execute(sa.select(table.c.n, table.c.shard))}
+        shard = ShardId("n", "s", "b", "ts", "d", shards=2048)
+        expected = {r["n"]: shard.of(r["n"], r["s"], r["b"], r["ts"], r["d"]) for r in rows}
+        assert len(stored) == 1200
+        assert stored == expected
+        assert sum(v < 0 for v in stored.values()) > 400  # negative hashes keep their sign
+    finally:
+        metadata.drop_all(spanner_engine)
+
+
+def test_shard_column_is_filled_on_every_engine(engine: Engine) -> None:
+    metadata = sa.MetaData()
+    table = shard_column_table(metadata)
+    metadata.drop_all(engine)
+    metadata.create_all(engine)
+    rows = generated_rows(60)
+    shard = ShardId("n", "s", "b", "ts", "d", shards=2048)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.insert(table), rows[:50])  # executemany
+            conn.execute(sa.insert(table), rows[50])  # one row as parameters
+            conn.execute(sa.insert(table).values(**rows[51]))  # values in the statement
+        with engine.connect() as conn:
+            stored = {n: s for n, s in conn.execute(sa.select(table.c.n, table.c.shard))}
+        assert stored == {
+            r["n"]: shard.of(r["n"], r["s"], r["b"], r["ts"], r["d"]) for r in rows[:52]
+        }
+        if engine.dialect.name.startswith("spanner"):
+            return  # a wrong or missing value is the server's business there
+        with pytest.raises(InvalidShardError, match="was given 5, but the row hashes to"):
+            with engine.begin() as conn:
+                conn.execute(sa.insert(table), {**rows[52], "shard": 5})
+        incomplete = dict(rows[53])
+        del incomplete["ts"]
+        with pytest.raises(InvalidShardError, match="hashes column 'ts', which has no value"):
+            with engine.begin() as conn:
+                conn.execute(sa.insert(table), incomplete)
+    finally:
+        metadata.drop_all(engine)
