@@ -3,6 +3,7 @@
 Example::
 
     $ seqkeys demo                      # every strategy on an embedded SQLite file
+    $ seqkeys hotspots --plot hot.png   # which key ranges each strategy's writes hit
     $ seqkeys bench comb-generate       # key minting speed beside uuid.uuid4
     $ seqkeys bench insert --url postgresql+psycopg://postgres@127.0.0.1/test --rows 1000000
 """
@@ -29,6 +30,40 @@ def _parser() -> argparse.ArgumentParser:
         help="database URL (default: %(default)s, an embedded SQLite file)",
     )
     demo.add_argument("--rows", type=int, default=3, help="rows per strategy (default: 3)")
+
+    from sqlalchemy_seqkeys import hotspots
+
+    spots = commands.add_parser(
+        "hotspots",
+        help="how each key strategy spreads writes over the ranges of a range-partitioned store",
+    )
+    spots.add_argument(
+        "--writes",
+        type=int,
+        default=hotspots.DEFAULT_WRITES,
+        help="writes per strategy (default: %(default)s)",
+    )
+    spots.add_argument(
+        "--split-keys",
+        type=int,
+        default=hotspots.DEFAULT_SPLIT_KEYS,
+        help="a range holding more keys splits at its median (default: %(default)s)",
+    )
+    spots.add_argument(
+        "--window",
+        type=int,
+        default=hotspots.DEFAULT_WINDOW,
+        help="writes per time window (default: %(default)s)",
+    )
+    spots.add_argument(
+        "--strategies",
+        default=",".join(hotspots.STRATEGIES),
+        help=f"comma-separated, from: {', '.join(hotspots.STRATEGIES)}",
+    )
+    spots.add_argument("--seed", type=int, default=0, help="seed of the random parts")
+    spots.add_argument(
+        "--plot", metavar="FILE", help="also draw the key-range heatmaps to FILE (PNG)"
+    )
 
     bench = commands.add_parser("bench", help="run a benchmark; results are ratios to a baseline")
     benches = bench.add_subparsers(dest="bench", required=True, metavar="NAME")
@@ -115,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"seqkeys demo on {args.url}")
         run_demo(args.url, rows=args.rows)
         return 0
+    if args.command == "hotspots":
+        return _hotspots(args)
     if args.bench == "comb-generate":
         from .bench.generate import run as run_generate
 
@@ -141,6 +178,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         run_insert(args.url, args.rows, args.batch, names, repeat=args.repeat, settle=args.settle)
     )
+    return 0
+
+
+def _hotspots(args: argparse.Namespace) -> int:
+    from sqlalchemy_seqkeys import hotspots
+    from sqlalchemy_seqkeys.errors import MissingExtraError
+
+    names = [n.strip() for n in args.strategies.split(",") if n.strip()]
+    unknown = [n for n in names if n not in hotspots.STRATEGIES]
+    if unknown or not names:
+        print(
+            f"seqkeys: unknown strategy(ies) {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(hotspots.STRATEGIES)}",
+            file=sys.stderr,
+        )
+        return 2
+    if min(args.writes, args.split_keys, args.window) < 1:
+        print("seqkeys: --writes, --split-keys and --window must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        results = hotspots.run(
+            names,
+            writes=args.writes,
+            split_keys=args.split_keys,
+            window=args.window,
+            seed=args.seed,
+        )
+        print(hotspots.format_table(results))
+        if args.plot:
+            hotspots.plot(results, args.plot)
+            print(f"\nwrote {args.plot}")
+    except MissingExtraError as exc:
+        print(f"seqkeys: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
