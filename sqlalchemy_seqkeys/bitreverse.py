@@ -351,6 +351,7 @@ class BitReversedSequence(BitReversed):
         def before_drop(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
             self.drop(connection, checkfirst=bool(kw.get("checkfirst", True)))
 
+        metadata.info.setdefault("seqkeys_bit_reversed", {})[self.name] = self  # for Alembic
         event.listen(metadata, "after_create", after_create)
         event.listen(metadata, "before_drop", before_drop)
 

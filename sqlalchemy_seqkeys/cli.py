@@ -65,6 +65,16 @@ def _parser() -> argparse.ArgumentParser:
         "--plot", metavar="FILE", help="also draw the key-range heatmaps to FILE (PNG)"
     )
 
+    init = commands.add_parser(
+        "alembic-init", help="create an Alembic project from the seqkeys template"
+    )
+    init.add_argument("directory", help="the migrations directory to create")
+    init.add_argument(
+        "--ini", default="alembic.ini", help="where to write alembic.ini (default: ./alembic.ini)"
+    )
+    commands.add_parser(
+        "alembic-template", help="print the template's path, for `alembic init -t PATH DIR`"
+    )
     bench = commands.add_parser("bench", help="run a benchmark; results are ratios to a baseline")
     benches = bench.add_subparsers(dest="bench", required=True, metavar="NAME")
 
@@ -152,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "hotspots":
         return _hotspots(args)
+    if args.command in ("alembic-init", "alembic-template"):
+        return _alembic(args)
     if args.bench == "comb-generate":
         from .bench.generate import run as run_generate
 
@@ -177,6 +189,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(
         run_insert(args.url, args.rows, args.batch, names, repeat=args.repeat, settle=args.settle)
+    )
+    return 0
+
+
+def _alembic(args: argparse.Namespace) -> int:
+    from alembic import command
+    from alembic.config import Config
+    from alembic.util import CommandError
+
+    from sqlalchemy_seqkeys.alembic import template_path
+
+    if args.command == "alembic-template":
+        print(template_path())
+        return 0
+    try:
+        command.init(Config(args.ini), args.directory, template=str(template_path()))
+    except CommandError as exc:
+        print(f"seqkeys: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"edit {args.ini}: sqlalchemy.url and seqkeys_target_metadata (module:attribute of "
+        "your models' MetaData); then alembic revision --autogenerate -m init"
     )
     return 0
 

@@ -202,3 +202,12 @@ class MissingExtraError(SeqKeysError, ImportError):
     Example: ``farm_fingerprint`` without pyfarmhash says to
     ``pip install 'sqlalchemy-seqkeys[farmhash]'``.
     """
+
+
+class MigrationError(SeqKeysError, ValueError):
+    """An Alembic operation that cannot apply: checked before anything is changed.
+
+    Example: ``op.create_sequences_table()`` where a table ``sequences``
+    already exists, or ``op.drop_bit_reversed_sequence("x")`` where there is
+    no sequence ``x``.
+    """

@@ -14,6 +14,7 @@ silently.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,6 +56,34 @@ class _Engines:
                 self._emulator = emulator
             return str(self._emulator.url)
         raise KeyError(name)
+
+    @contextlib.contextmanager
+    def fresh_database(self, name: str, database: str) -> Iterator[str]:
+        """The URL of a new, empty database ``database`` on engine ``name``; dropped after."""
+        engine = self.get(name)
+        if name == "sqlite":
+            path = self._tmp / f"{database}.db"
+            path.unlink(missing_ok=True)
+            yield f"sqlite:///{path}"
+            path.unlink(missing_ok=True)
+            return
+        if name == "spanner":
+            self._emulator.drop_database(database)
+            self._emulator.create_database(database)
+            try:
+                yield str(self._emulator.url_for(database))
+            finally:
+                self._emulator.drop_database(database)
+            return
+        force = " WITH (FORCE)" if name == "postgresql" else ""
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {database}{force}"))
+            conn.execute(sa.text(f"CREATE DATABASE {database}"))
+        try:
+            yield engine.url.set(database=database).render_as_string(hide_password=False)
+        finally:
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {database}{force}"))
 
     def get(self, name: str) -> Engine:
         if name in self._errors:

@@ -113,7 +113,7 @@ def test_spanner_generates_what_shard_of_computes(spanner_engine: Engine) -> Non
         with spanner_engine.begin() as conn:
             conn.execute(sa.insert(table), rows)  # no shard values: the server computes them
         with spanner_engine.connect() as conn:
-            stored = {n: s for n, s in conn.execute(sa.select(table.c.n, table.c.shard))}
+            stored = dict(conn.execute(sa.select(table.c.n, table.c.shard)))
         shard = ShardId("n", "s", "b", "ts", "d", shards=2048)
         expected = {r["n"]: shard.of(r["n"], r["s"], r["b"], r["ts"], r["d"]) for r in rows}
         assert len(stored) == 1200
@@ -136,19 +136,23 @@ def test_shard_column_is_filled_on_every_engine(engine: Engine) -> None:
             conn.execute(sa.insert(table), rows[50])  # one row as parameters
             conn.execute(sa.insert(table).values(**rows[51]))  # values in the statement
         with engine.connect() as conn:
-            stored = {n: s for n, s in conn.execute(sa.select(table.c.n, table.c.shard))}
+            stored = dict(conn.execute(sa.select(table.c.n, table.c.shard)))
         assert stored == {
             r["n"]: shard.of(r["n"], r["s"], r["b"], r["ts"], r["d"]) for r in rows[:52]
         }
         if engine.dialect.name.startswith("spanner"):
             return  # a wrong or missing value is the server's business there
-        with pytest.raises(InvalidShardError, match="was given 5, but the row hashes to"):
-            with engine.begin() as conn:
-                conn.execute(sa.insert(table), {**rows[52], "shard": 5})
+        with (
+            pytest.raises(InvalidShardError, match="was given 5, but the row hashes to"),
+            engine.begin() as conn,
+        ):
+            conn.execute(sa.insert(table), {**rows[52], "shard": 5})
         incomplete = dict(rows[53])
         del incomplete["ts"]
-        with pytest.raises(InvalidShardError, match="hashes column 'ts', which has no value"):
-            with engine.begin() as conn:
-                conn.execute(sa.insert(table), incomplete)
+        with (
+            pytest.raises(InvalidShardError, match="hashes column 'ts', which has no value"),
+            engine.begin() as conn,
+        ):
+            conn.execute(sa.insert(table), incomplete)
     finally:
         metadata.drop_all(engine)

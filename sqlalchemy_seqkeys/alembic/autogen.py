@@ -1,0 +1,285 @@
+"""Autogenerate: find the seqkeys objects the models declare and the database lacks.
+
+``alembic revision --autogenerate`` compares the models' metadata with the
+database. With :mod:`sqlalchemy_seqkeys.alembic` imported (the ``seqkeys``
+template's ``env.py`` does it), it also finds:
+
+- a missing sequences table or worker-lease table (rendered as
+  ``op.create_sequences_table()`` / ``op.create_worker_lease_table()`` instead
+  of a generic ``op.create_table``);
+- a missing row for every :class:`~sqlalchemy_seqkeys.TableSequence` used as a
+  column default, alone or inside :class:`~sqlalchemy_seqkeys.BitReversed`
+  (``op.create_table_sequence(name, start=...)``);
+- a missing :func:`~sqlalchemy_seqkeys.bit_reversed_sequence`, native or
+  emulated (``op.create_bit_reversed_sequence(...)``).
+
+Objects that exist are left alone, so a second run finds nothing. Shard
+columns (:func:`~sqlalchemy_seqkeys.spanner_shard_column`) render as
+themselves when ``env.py`` passes :func:`render_item` to ``context.configure``.
+
+Example (``env.py``)::
+
+    import sqlalchemy_seqkeys.alembic
+    context.configure(connection=connection, target_metadata=target_metadata,
+                      render_item=sqlalchemy_seqkeys.alembic.render_item)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import sqlalchemy as sa
+from alembic.autogenerate import comparators, renderers
+from alembic.autogenerate.api import AutogenContext
+from alembic.operations import ops
+from alembic.util import DispatchPriority, PriorityDispatchResult
+
+from sqlalchemy_seqkeys.alembic.ops import (
+    CreateBitReversedSequenceOp,
+    CreateSequencesTableOp,
+    CreateTableSequenceOp,
+    CreateWorkerLeaseTableOp,
+    DropBitReversedSequenceOp,
+    DropSequencesTableOp,
+    DropTableSequenceOp,
+    DropWorkerLeaseTableOp,
+    native_sequences,
+)
+from sqlalchemy_seqkeys.bitreverse import BitReversed, BitReversedSequence
+from sqlalchemy_seqkeys.sequences.generators import TableSequence
+from sqlalchemy_seqkeys.sequences.table import DEFAULT_TABLE, read_next_value
+from sqlalchemy_seqkeys.shard import _ShardComputed
+from sqlalchemy_seqkeys.workers import DEFAULT_TABLE as DEFAULT_WORKERS_TABLE
+
+__all__ = ["declared_sequences", "render_item"]
+
+IMPORT = "import sqlalchemy_seqkeys.alembic  # noqa: F401 (registers the seqkeys operations)"
+_SEQUENCES_COLUMNS = {"name", "next_value"}
+_WORKERS_COLUMNS = {"worker_id", "owner", "expires_at"}
+
+
+def _metadatas(autogen_context: AutogenContext) -> list[sa.MetaData]:
+    metadata = autogen_context.metadata
+    if metadata is None:
+        return []
+    if isinstance(metadata, sa.MetaData):
+        return [metadata]
+    return list(metadata)
+
+
+def declared_sequences(
+    metadatas: Iterable[sa.MetaData],
+) -> tuple[dict[tuple[str, str], int], dict[str, BitReversedSequence]]:
+    """The table sequences ``{(table, name): start}`` and bit-reversed sequences declared.
+
+    Found in the column defaults of every table, and (bit-reversed) in what
+    ``bit_reversed_sequence(..., metadata=...)`` attached.
+
+    Example::
+
+        >>> import sqlalchemy as sa
+        >>> from sqlalchemy_seqkeys import TableSequence
+        >>> md = sa.MetaData()
+        >>> t = sa.Table("t", md, sa.Column("id", sa.BigInteger, primary_key=True,
+        ...              default=TableSequence("t_id", mode="batch", start=10)))
+        >>> declared_sequences([md])
+        ({('sequences', 't_id'): 10}, {})
+    """
+    table_sequences: dict[tuple[str, str], int] = {}
+    bit_reversed: dict[str, BitReversedSequence] = {}
+    for metadata in metadatas:
+        for found in metadata.info.get("seqkeys_bit_reversed", {}).values():
+            bit_reversed[found.name] = found
+        for table in metadata.tables.values():
+            for column in table.columns:
+                default = column.default
+                arg = getattr(default, "arg", None)
+                if isinstance(arg, BitReversedSequence):
+                    bit_reversed[arg.name] = arg
+                    continue
+                if isinstance(arg, BitReversed):
+                    arg = arg.source
+                if isinstance(arg, TableSequence):
+                    table_sequences[(arg.table, arg.name)] = arg.start
+    return table_sequences, bit_reversed
+
+
+def _kind(metadatas: list[sa.MetaData], name: str) -> str | None:
+    for metadata in metadatas:
+        table = metadata.tables.get(name)
+        if table is not None:
+            kind = table.info.get("seqkeys")
+            return kind if isinstance(kind, str) else None
+    return None
+
+
+def _swap_table_ops(upgrade_ops: ops.UpgradeOps, metadatas: list[sa.MetaData]) -> None:
+    """Render the seqkeys tables with their own operations, not a generic create_table."""
+    swapped: list[ops.MigrateOperation] = []
+    for op in upgrade_ops.ops:
+        if isinstance(op, ops.CreateTableOp) and op.schema is None:
+            kind = _kind(metadatas, op.table_name)
+            if kind == "sequences":
+                op = CreateSequencesTableOp(op.table_name)
+            elif kind == "workers":
+                op = CreateWorkerLeaseTableOp(op.table_name)
+        elif isinstance(op, ops.DropTableOp) and op.schema is None:
+            columns = {c.name for c in op.to_table().columns}
+            if columns == _SEQUENCES_COLUMNS:
+                op = DropSequencesTableOp(op.table_name)
+            elif columns == _WORKERS_COLUMNS:
+                op = DropWorkerLeaseTableOp(op.table_name)
+        swapped.append(op)
+    upgrade_ops.ops[:] = swapped
+
+
+def _row_exists(conn: sa.Connection, existing_tables: set[str], table: str, name: str) -> bool:
+    return table in existing_tables and read_next_value(conn, name, table=table) is not None
+
+
+@comparators.dispatch_for("schema", priority=DispatchPriority.LAST)
+def _compare_seqkeys(
+    autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schemas: set[str | None]
+) -> PriorityDispatchResult:
+    metadatas = _metadatas(autogen_context)
+    conn = autogen_context.connection
+    if not metadatas or conn is None or None not in schemas:
+        return PriorityDispatchResult.CONTINUE
+    _swap_table_ops(upgrade_ops, metadatas)
+    inspector = autogen_context.inspector
+    existing = set(inspector.get_table_names())
+    dialect = conn.dialect
+    native = native_sequences(dialect)
+    table_sequences, bit_reversed = declared_sequences(metadatas)
+
+    needed_tables = {table for table, _ in table_sequences}
+    if not native:
+        needed_tables |= {s.table for s in bit_reversed.values()}
+    created = {op.name for op in upgrade_ops.ops if isinstance(op, CreateSequencesTableOp)}
+    for table in sorted(needed_tables - existing - created):
+        # the emulation needs the table even where the models do not declare it
+        upgrade_ops.ops.append(CreateSequencesTableOp(table))
+
+    for (table, name), start in sorted(table_sequences.items()):
+        if not _row_exists(conn, existing, table, name):
+            upgrade_ops.ops.append(CreateTableSequenceOp(name, start, table))
+
+    sequence_names = set(inspector.get_sequence_names()) if native and bit_reversed else set()
+    for name, sequence in sorted(bit_reversed.items()):
+        exists = (
+            name in sequence_names if native else _row_exists(conn, existing, sequence.table, name)
+        )
+        if not exists:
+            upgrade_ops.ops.append(
+                CreateBitReversedSequenceOp(
+                    name, sequence.start_with_counter, sequence.skip_range, sequence.table
+                )
+            )
+    return PriorityDispatchResult.CONTINUE
+
+
+@comparators.dispatch_for("column", subgroup="server_default", priority=DispatchPriority.FIRST)
+def _shard_columns_are_not_compared(
+    autogen_context: AutogenContext,
+    alter_column_op: ops.AlterColumnOp,
+    schema: str | None,
+    tname: str,
+    cname: str,
+    conn_col: sa.Column[Any],
+    metadata_col: sa.Column[Any],
+) -> PriorityDispatchResult:
+    # generated on Spanner, plain elsewhere, and never altered: nothing to compare
+    if isinstance(metadata_col.computed, _ShardComputed):
+        return PriorityDispatchResult.STOP
+    return PriorityDispatchResult.CONTINUE
+
+
+# -- rendering ---------------------------------------------------------------------
+
+
+def _call(autogen_context: AutogenContext, name: str, *args: Any, **kwargs: Any) -> str:
+    autogen_context.imports.add(IMPORT)
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    return f"op.{name}({', '.join(parts)})"
+
+
+def _table_kw(table: str, default: str) -> dict[str, str]:
+    return {} if table == default else {"table": table}
+
+
+@renderers.dispatch_for(CreateSequencesTableOp)
+def _render_create_sequences_table(ctx: AutogenContext, op: CreateSequencesTableOp) -> str:
+    return _call(ctx, "create_sequences_table", *([op.name] if op.name != DEFAULT_TABLE else []))
+
+
+@renderers.dispatch_for(DropSequencesTableOp)
+def _render_drop_sequences_table(ctx: AutogenContext, op: DropSequencesTableOp) -> str:
+    return _call(ctx, "drop_sequences_table", *([op.name] if op.name != DEFAULT_TABLE else []))
+
+
+@renderers.dispatch_for(CreateWorkerLeaseTableOp)
+def _render_create_workers(ctx: AutogenContext, op: CreateWorkerLeaseTableOp) -> str:
+    args = [op.name] if op.name != DEFAULT_WORKERS_TABLE else []
+    return _call(ctx, "create_worker_lease_table", *args)
+
+
+@renderers.dispatch_for(DropWorkerLeaseTableOp)
+def _render_drop_workers(ctx: AutogenContext, op: DropWorkerLeaseTableOp) -> str:
+    args = [op.name] if op.name != DEFAULT_WORKERS_TABLE else []
+    return _call(ctx, "drop_worker_lease_table", *args)
+
+
+@renderers.dispatch_for(CreateTableSequenceOp)
+def _render_create_table_sequence(ctx: AutogenContext, op: CreateTableSequenceOp) -> str:
+    return _call(
+        ctx, "create_table_sequence", op.name, start=op.start, **_table_kw(op.table, DEFAULT_TABLE)
+    )
+
+
+@renderers.dispatch_for(DropTableSequenceOp)
+def _render_drop_table_sequence(ctx: AutogenContext, op: DropTableSequenceOp) -> str:
+    return _call(
+        ctx, "drop_table_sequence", op.name, start=op.start, **_table_kw(op.table, DEFAULT_TABLE)
+    )
+
+
+def _bit_reversed_kw(op: CreateBitReversedSequenceOp | DropBitReversedSequenceOp) -> dict[str, Any]:
+    kw: dict[str, Any] = {"start_with_counter": op.start_with_counter}
+    if op.skip_range is not None:
+        kw["skip_range"] = op.skip_range
+    kw.update(_table_kw(op.table, DEFAULT_TABLE))
+    return kw
+
+
+@renderers.dispatch_for(CreateBitReversedSequenceOp)
+def _render_create_bit_reversed(ctx: AutogenContext, op: CreateBitReversedSequenceOp) -> str:
+    return _call(ctx, "create_bit_reversed_sequence", op.name, **_bit_reversed_kw(op))
+
+
+@renderers.dispatch_for(DropBitReversedSequenceOp)
+def _render_drop_bit_reversed(ctx: AutogenContext, op: DropBitReversedSequenceOp) -> str:
+    return _call(ctx, "drop_bit_reversed_sequence", op.name, **_bit_reversed_kw(op))
+
+
+def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | bool:
+    """Alembic's ``render_item`` hook: shard columns render as ``spanner_shard_column(...)``.
+
+    Everything else is left to Alembic (returns False).
+
+    Example::
+
+        context.configure(..., render_item=sqlalchemy_seqkeys.alembic.render_item)
+    """
+    if type_ == "column" and isinstance(obj, sa.Column):
+        computed = obj.computed
+        if isinstance(computed, _ShardComputed):
+            autogen_context.imports.add("import sqlalchemy_seqkeys")
+            shard = computed.shard
+            args = ", ".join(repr(c) for c in (obj.name, *shard.columns))
+            extra = ", non_negative=True" if shard.non_negative else ""
+            return (
+                f"sqlalchemy_seqkeys.spanner_shard_column({args}, shards={shard.shards}{extra}, "
+                f"nullable={obj.nullable!r})"
+            )
+    return False
