@@ -45,9 +45,10 @@ else:  # pragma: no cover - somebody registered one first; keep theirs
 def _patch_reflection() -> None:
     """Two gaps in sqlalchemy-spanner's reflection that Alembic's autogenerate falls into.
 
-    Reflecting no tables at all must not be a syntax error: sqlalchemy-spanner builds ``WHERE (...)`` from the table names it is asked
-    about; for an empty list (Alembic asks that of an empty database) that is
-    ``WHERE () AND``, which Spanner rejects. An empty list now matches nothing.
+    Reflecting no tables at all must not be a syntax error: sqlalchemy-spanner
+    builds ``WHERE (...)`` from the table names it is asked about; for an empty
+    list (Alembic asks that of an empty database) that is ``WHERE () AND``,
+    which Spanner rejects. An empty list now matches nothing.
     """
     try:
         from google.cloud.sqlalchemy_spanner.sqlalchemy_spanner import SpannerDialect

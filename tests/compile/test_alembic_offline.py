@@ -74,9 +74,10 @@ def test_the_snapshots_say_what_each_engine_gets() -> None:
     assert "AS (MOD(FARM_FINGERPRINT(CAST(`LastAccess` AS STRING)), 2048)) STORED" in spanner
     assert ") PRIMARY KEY ();" in spanner  # the version table, without a key column
     for name in ("postgresql", "mariadb"):
-        assert "CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1;" in (
-            SNAPSHOTS / f"{name}.sql"
-        ).read_text()
+        assert (
+            "CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1;"
+            in (SNAPSHOTS / f"{name}.sql").read_text()
+        )
     for name in ("sqlite", "mysql"):  # no sequences: a row of the sequences table
         text = (SNAPSHOTS / f"{name}.sql").read_text()
         assert "INSERT INTO sequences (name, next_value) VALUES ('order_id', 1000);" in text
