@@ -260,7 +260,8 @@ def _raise_missing_or_exhausted(conn: sa.Connection, name: str, n: int, table: s
     if current is None:
         raise SequenceNotFoundError(
             f"sequence {name!r} has no row in table {table!r}; create it with "
-            f"create_table_sequence(engine, {name!r}) (or TableSequence.create(engine))"
+            f"create_table_sequence(engine, {name!r}) (or TableSequence.create(engine)), "
+            f"or in an Alembic migration with op.create_table_sequence({name!r})"
         )
     raise SequenceExhaustedError(
         f"sequence {name!r} is at {current}; a block of {n} would pass the BIGINT "
@@ -291,7 +292,8 @@ def _raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> 
     if not exists:
         raise SequencesTableNotFoundError(
             f"table {table!r} does not exist; declare it with sequences_table(metadata) and "
-            "create it with metadata.create_all(engine)"
+            "create it with metadata.create_all(engine), or in an Alembic migration with "
+            "op.create_sequences_table()"
         ) from exc
 
 
