@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Table", "format_table"]
+__all__ = ["Table", "format_markdown", "format_table"]
 
 
 @dataclass
@@ -40,4 +40,25 @@ def format_table(table: Table) -> str:
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         for row in table.rows
     ]
+    return "\n".join(lines)
+
+
+def format_markdown(table: Table) -> str:
+    """Render ``table`` as a Markdown (GitHub) table; ``|`` in a cell is escaped.
+
+    Example::
+
+        >>> t = Table(["what", "rate"])
+        >>> t.add("uuid4", "1.00x")
+        >>> print(format_markdown(t))
+        | what | rate |
+        |---|---|
+        | uuid4 | 1.00x |
+    """
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    lines = [line(table.header), "|" + "---|" * len(table.header)]
+    lines += [line(row) for row in table.rows]
     return "\n".join(lines)

@@ -10,16 +10,19 @@ round of each is compared with the best round of ``uuid.uuid4``::
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 from collections.abc import Callable
 from functools import partial
 
+from sqlalchemy_seqkeys.bench._table import Table, format_table
+from sqlalchemy_seqkeys.bitreverse import reverse_bits
 from sqlalchemy_seqkeys.comb import CombLayout, new_comb, new_uuid7
+from sqlalchemy_seqkeys.shard import shard_of
+from sqlalchemy_seqkeys.snowflake import Snowflake
 
-from ._table import Table, format_table
-
-__all__ = ["candidates", "measure", "run"]
+__all__ = ["all_candidates", "candidates", "measure", "run"]
 
 
 def candidates() -> dict[str, Callable[[], object]]:
@@ -41,6 +44,32 @@ def candidates() -> dict[str, Callable[[], object]]:
     return found
 
 
+def all_candidates() -> dict[str, Callable[[], object]]:
+    """Every strategy's minting step that runs without a database, beside the same baselines.
+
+    :func:`candidates`, then :class:`~sqlalchemy_seqkeys.Snowflake`, a
+    bit-reversed value (``reverse_bits`` over an in-process counter, what
+    ``BitReversed`` does once its source gave the counter) and a shard id
+    (``shard_of(str(n), 2048)`` over a counter: FarmHash Fingerprint64 of the
+    text, as ``ShardId`` computes it from a column's value). ``TableSequence``
+    is bound by its database round trips, not by minting: ``seqkeys bench
+    sequences`` measures it.
+
+    Example::
+
+        >>> found = all_candidates()
+        >>> "Snowflake" in found and "uuid.uuid4" in found
+        True
+    """
+    found = candidates()
+    counter = itertools.count(1).__next__
+    found["Snowflake"] = Snowflake(worker_id=1)
+    found["bit-reversed (reverse_bits(counter))"] = lambda: reverse_bits(counter())
+    shard_counter = itertools.count(1).__next__
+    found["shard_of(str(counter), 2048)"] = lambda: shard_of(str(shard_counter()), 2048)
+    return found
+
+
 def _rate(fn: Callable[[], object], seconds: float) -> float:
     """Calls per second of ``fn`` over about ``seconds``, in blocks of 1,000 calls."""
     calls = 0
@@ -55,9 +84,18 @@ def _rate(fn: Callable[[], object], seconds: float) -> float:
     return calls / (now - start)
 
 
-def measure(seconds: float = 0.3, rounds: int = 5) -> dict[str, float]:
-    """The best rate (calls/s) of each candidate over interleaved ``rounds``."""
-    found = candidates()
+def measure(
+    seconds: float = 0.3,
+    rounds: int = 5,
+    found: dict[str, Callable[[], object]] | None = None,
+) -> dict[str, float]:
+    """The best rate (calls/s) of each candidate (default: :func:`candidates`) over ``rounds``.
+
+    The rounds interleave the candidates, so a burst of load from elsewhere
+    slows all of them, not one.
+    """
+    if found is None:
+        found = candidates()
     best = dict.fromkeys(found, 0.0)
     for _ in range(rounds):
         for name, fn in found.items():

@@ -24,11 +24,23 @@ from typing import Any
 import sqlalchemy as sa
 
 from sqlalchemy_seqkeys._dialect import dialect_key
+from sqlalchemy_seqkeys.bench._table import Table, format_table
+from sqlalchemy_seqkeys.bitreverse import reverse_bits
+from sqlalchemy_seqkeys.comb import new_uuid7
+from sqlalchemy_seqkeys.snowflake import Snowflake
 from sqlalchemy_seqkeys.types import CombGuid, comb_guid
 
-from ._table import Table, format_table
-
-__all__ = ["VARIANTS", "Result", "Variant", "run", "run_variant"]
+__all__ = [
+    "REPORT_VARIANTS",
+    "VARIANTS",
+    "Result",
+    "Variant",
+    "bench_engine",
+    "measure",
+    "render",
+    "run",
+    "run_variant",
+]
 
 PAYLOAD = "x" * 100
 
@@ -55,6 +67,16 @@ def _comb_text() -> Callable[..., str]:
     return lambda ctx: str(comb_guid(ctx))
 
 
+def _bit_reversed() -> Callable[[], int]:
+    """Spanner's ``bit_reversed_positive`` values, over an in-process counter 1, 2, 3, ..."""
+    counter = itertools.count(1).__next__
+    return lambda: reverse_bits(counter())
+
+
+def _snowflake() -> Callable[[], int]:
+    return Snowflake(worker_id=1)
+
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in [
@@ -65,10 +87,15 @@ VARIANTS: dict[str, Variant] = {
         Variant("uuid4-binary", lambda: CombGuid(binary=True), lambda: uuid.uuid4),
         Variant("uuid4-char36", lambda: sa.CHAR(36), _uuid4_text),
         Variant("comb-char36", lambda: sa.CHAR(36), _comb_text),
+        Variant("uuid7", CombGuid, lambda: new_uuid7),
+        Variant("snowflake", sa.BigInteger, _snowflake),
+        Variant("bit-reversed", sa.BigInteger, _bit_reversed),
     ]
 }
 
 DEFAULT_VARIANTS = ("bigint", "uuid4", "comb", "uuid4-char36", "comb-char36")
+#: The variants of ``seqkeys bench report``'s insert table.
+REPORT_VARIANTS = ("bigint", "uuid4", "comb", "uuid7", "snowflake", "bit-reversed")
 
 
 @dataclass
@@ -97,7 +124,33 @@ def _size(conn: sa.Connection, table: sa.Table) -> int | None:
             {"t": table.name},
         )
         return None if value is None else int(value)
+    if name == "sqlite":
+        return _sqlite_size(conn, table)
     return None
+
+
+def _sqlite_size(conn: sa.Connection, table: sa.Table) -> int | None:
+    """Bytes of the table and its indexes: from ``dbstat`` where compiled in, else the pages used.
+
+    Without ``dbstat`` the pages in use (``page_count - freelist_count``) also
+    count the schema: a few pages, next to a table of thousands.
+    """
+    try:
+        value = conn.scalar(
+            sa.text(
+                "SELECT SUM(pgsize) FROM dbstat WHERE name IN "
+                "(SELECT name FROM sqlite_master WHERE tbl_name = :t)"
+            ),
+            {"t": table.name},
+        )
+    except sa.exc.OperationalError:
+        value = None
+    if value is not None:
+        return int(value)
+    pages = conn.scalar(sa.text("PRAGMA page_count"))
+    free = conn.scalar(sa.text("PRAGMA freelist_count"))
+    size = conn.scalar(sa.text("PRAGMA page_size"))
+    return None if pages is None or size is None else (int(pages) - int(free or 0)) * int(size)
 
 
 def run_variant(
@@ -106,11 +159,15 @@ def run_variant(
     rows: int,
     batch: int = 1000,
     progress: Callable[[int], None] | None = None,
+    prefix: str = "seqkeys_bench",
 ) -> Result:
-    """Insert ``rows`` rows keyed by ``variant`` into a fresh table; time the inserts."""
+    """Insert ``rows`` rows keyed by ``variant`` into a fresh table; time the inserts.
+
+    The table, ``{prefix}_{variant}``, is dropped before and after.
+    """
     md = sa.MetaData()
     table = sa.Table(
-        f"seqkeys_bench_{variant.name.replace('-', '_')}",
+        f"{prefix}_{variant.name.replace('-', '_')}",
         md,
         sa.Column(
             "id",
@@ -191,6 +248,65 @@ def render(results: Iterable[Result], url: str) -> str:
     return "\n".join(lines)
 
 
+def bench_engine(url: str) -> sa.Engine:
+    """An engine for the insert benchmark (on Spanner: multi-row INSERTs of at most 950 values).
+
+    Example::
+
+        engine = bench_engine("postgresql+psycopg://postgres@127.0.0.1/test")
+    """
+    engine = sa.create_engine(url)
+    if dialect_key(engine.dialect) == "spanner":
+        # Spanner takes at most 950 parameters per statement; executemany without
+        # RETURNING would otherwise go through batch DML, far slower on the emulator.
+        engine.dialect.insertmanyvalues_max_parameters = 950
+        engine.dialect.use_insertmanyvalues_wo_returning = True
+    return engine
+
+
+def measure(
+    url: str,
+    rows: int,
+    batch: int = 1000,
+    variants: Iterable[str] = DEFAULT_VARIANTS,
+    repeat: int = 1,
+    settle: float = 3.0,
+    progress: Callable[[str, int, int], None] | None = None,
+    prefix: str = "seqkeys_bench",
+) -> list[Result]:
+    """Run the named variants on ``url``; each one's fastest round, in the order named.
+
+    With ``repeat`` > 1 the variants run in interleaved rounds and each keeps
+    its fastest round, which damps the noise of a shared machine.
+    ``progress(variant, rows_done, rows)`` is called after every batch.
+
+    Example::
+
+        results = measure("sqlite:///bench.db", 10_000, variants=["bigint", "comb"])
+        results[1].seconds / results[0].seconds    # COMB's time relative to BIGINT
+    """
+    engine = bench_engine(url)
+    names = list(variants)
+    best: dict[str, Result] = {}
+    try:
+        for _ in range(repeat):
+            for name in names:
+
+                def step(done: int, name: str = name) -> None:
+                    if progress is not None:
+                        progress(name, done, rows)
+
+                result = run_variant(engine, VARIANTS[name], rows, batch, step, prefix)
+                # Let the server finish dropping the last table (InnoDB purges in
+                # the background) before the next variant is timed.
+                time.sleep(settle)
+                if name not in best or result.seconds < best[name].seconds:
+                    best[name] = result
+    finally:
+        engine.dispose()
+    return [best[name] for name in names]
+
+
 def run(
     url: str,
     rows: int,
@@ -205,32 +321,14 @@ def run(
     With ``repeat`` > 1 the variants run in interleaved rounds and each keeps
     its fastest round, which damps the noise of a shared machine.
     """
-    engine = sa.create_engine(url)
-    if dialect_key(engine.dialect) == "spanner":
-        # Spanner takes at most 950 parameters per statement.
-        engine.dialect.insertmanyvalues_max_parameters = 950
-    names = list(variants)
-    best: dict[str, Result] = {}
-    try:
-        for round_no in range(1, repeat + 1):
-            for name in names:
-                step = max(rows // 10, batch)
+    step = max(rows // 10, batch)
 
-                def progress(
-                    done: int, name: str = name, step: int = step, round_no: int = round_no
-                ) -> None:
-                    if verbose and (done % step == 0 or done == rows):
-                        print(f"  round {round_no} {name}: {done:,}/{rows:,} rows", flush=True)
+    def progress(name: str, done: int, total: int) -> None:
+        if verbose and (done % step == 0 or done == total):
+            print(f"  {name}: {done:,}/{total:,} rows", flush=True)
 
-                result = run_variant(engine, VARIANTS[name], rows, batch, progress)
-                # Let the server finish dropping the last table (InnoDB purges in
-                # the background) before the next variant is timed.
-                time.sleep(settle)
-                if name not in best or result.seconds < best[name].seconds:
-                    best[name] = result
-    finally:
-        engine.dispose()
-    report = render([best[name] for name in names], url)
+    results = measure(url, rows, batch, variants, repeat, settle, progress)
+    report = render(results, url)
     if repeat > 1:
         report += f"\n(best of {repeat} interleaved rounds per variant)"
     return report

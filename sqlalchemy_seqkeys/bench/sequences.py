@@ -38,13 +38,25 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from sqlalchemy_seqkeys._dialect import dialect_key
+from sqlalchemy_seqkeys.bench._table import Table, format_table
 from sqlalchemy_seqkeys.sequences._retry import retrying
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
-from sqlalchemy_seqkeys.sequences.table import create_table_sequence, sequences_table
+from sqlalchemy_seqkeys.sequences.table import (
+    DEFAULT_TABLE,
+    create_table_sequence,
+    sequences_table,
+)
 
-from ._table import Table, format_table
-
-__all__ = ["MODES", "PUBLISHED", "RunResult", "grid", "run_mode"]
+__all__ = [
+    "MODES",
+    "PUBLISHED",
+    "Names",
+    "RunResult",
+    "grid",
+    "grid_table",
+    "measure_grid",
+    "run_mode",
+]
 
 #: bench mode -> TableSequence mode (None: not a table sequence)
 MODES: dict[str, str | None] = {
@@ -70,6 +82,27 @@ PUBLISHED: dict[tuple[str, int], tuple[float, int, int, int]] = {
 
 SEQUENCE_NAME = "seqkeys_bench"
 NATIVE_NAME = "seqkeys_bench_native"
+
+
+@dataclass(frozen=True)
+class Names:
+    """What a run creates: the table sequence's row, its table, the native sequence or table.
+
+    Example::
+
+        >>> Names.prefixed("seqkeys_report")
+        Names(sequence='seqkeys_report', table='seqkeys_report_sequences',
+              native='seqkeys_report_native')
+    """
+
+    sequence: str = SEQUENCE_NAME
+    table: str = DEFAULT_TABLE
+    native: str = NATIVE_NAME
+
+    @classmethod
+    def prefixed(cls, prefix: str) -> Names:
+        """Names of their own, apart from ``seqkeys bench sequences`` and the test suite."""
+        return cls(prefix, f"{prefix}_sequences", f"{prefix}_native")
 
 
 @dataclass
@@ -104,45 +137,62 @@ class RunResult:
 
 
 def _prepare(
-    engine: sa.Engine, mode: str, batch_size: int, low_watermark: int
+    engine: sa.Engine, mode: str, batch_size: int, low_watermark: int, names: Names
 ) -> Callable[[sa.Connection], object]:
     """Create what ``mode`` needs; return the function that takes a value in a transaction."""
     if mode == "none":
         return lambda conn: None
     if mode == "native":
-        return _prepare_native(engine)
+        return _prepare_native(engine, names.native)
     metadata = sa.MetaData()
-    sequences_table(metadata)
+    table = sequences_table(metadata, names.table)
     metadata.create_all(engine)
-    table = metadata.tables["sequences"]
     with engine.begin() as conn:
-        conn.execute(sa.delete(table).where(table.c.name == SEQUENCE_NAME))
-    create_table_sequence(engine, SEQUENCE_NAME)
+        conn.execute(sa.delete(table).where(table.c.name == names.sequence))
+    create_table_sequence(engine, names.sequence, table=names.table)
     sequence = TableSequence(
-        SEQUENCE_NAME,
+        names.sequence,
         mode=str(MODES[mode]),
         batch_size=batch_size,
         low_watermark=low_watermark,
+        table=names.table,
     )
     return sequence.next_value
 
 
-def _prepare_native(engine: sa.Engine) -> Callable[[sa.Connection], object]:
+def drop_objects(engine: sa.Engine, names: Names) -> None:
+    """Drop what runs with ``names`` created: the sequences table, the native sequence or table.
+
+    Example::
+
+        drop_objects(engine, Names.prefixed("seqkeys_report"))
+    """
+    metadata = sa.MetaData()
+    sequences_table(metadata, names.table)
+    sa.Table(names.native, metadata, sa.Column("id", sa.Integer, primary_key=True))
+    metadata.drop_all(engine)
+    with engine.connect() as conn:
+        supports_sequences = conn.dialect.supports_sequences
+    if supports_sequences:
+        sa.Sequence(names.native).drop(engine, checkfirst=True)
+
+
+def _prepare_native(engine: sa.Engine, native: str) -> Callable[[sa.Connection], object]:
     metadata = sa.MetaData()
     table = sa.Table(
-        NATIVE_NAME,
+        native,
         metadata,
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sqlite_autoincrement=True,
     )
     with engine.connect() as conn:  # the dialect knows what the server supports once connected
         supports_sequences = conn.dialect.supports_sequences
-        if sa.inspect(conn).has_table(NATIVE_NAME):
+        if sa.inspect(conn).has_table(native):
             metadata.drop_all(conn)
             conn.commit()
     if supports_sequences:
         # (sqlalchemy-spanner creates bit_reversed_positive sequences)
-        sequence = sa.Sequence(NATIVE_NAME)
+        sequence = sa.Sequence(native)
         sequence.drop(engine, checkfirst=True)
         sequence.create(engine)
         next_value = sequence.next_value()
@@ -167,9 +217,10 @@ def run_mode(
     txn_ms: float = 10,
     batch_size: int = 200,
     low_watermark: int = 50,
+    names: Names = Names(),
 ) -> RunResult:
     """Run ``iterations`` iterations of ``mode`` on ``threads`` threads."""
-    take = _prepare(engine, mode, batch_size, low_watermark)
+    take = _prepare(engine, mode, batch_size, low_watermark, names)
     in_transaction = mode in ("sync", "native")
     pause = txn_ms / 1000
     latencies: list[float] = []
@@ -233,6 +284,94 @@ def bench_engine(url: str, threads: int) -> sa.Engine:
     return engine
 
 
+def measure_grid(
+    url: str,
+    *,
+    iterations: int = 2000,
+    txn_ms: float = 10,
+    thread_counts: Sequence[int] = (10, 50),
+    modes: Sequence[str] = ("none", "native", "sync", "async", "batch", "async_batch"),
+    progress: Callable[[str], None] | None = None,
+    repeat: int = 1,
+    names: Names = Names(),
+) -> dict[tuple[str, int], RunResult]:
+    """Run every mode at every thread count on ``url``; the median run of each, by values/s.
+
+    With ``repeat`` > 1 every mode runs that many times, in interleaved rounds,
+    and the run with the median values/s is kept.
+
+    Example::
+
+        results = measure_grid("sqlite:///bench.db", iterations=200, thread_counts=[4])
+        results["batch", 4].rate / results["none", 4].rate   # 1.0 is the ceiling
+    """
+    runs: dict[tuple[str, int], list[RunResult]] = {}
+    for threads in thread_counts:
+        engine = bench_engine(url, threads)
+        try:
+            # Warm up: open the pool's connections before anything is timed.
+            run_mode(engine, "none", iterations=threads * 4, threads=threads, txn_ms=txn_ms)
+            for round_no in range(1, repeat + 1):
+                for mode in modes:
+                    if progress is not None:
+                        progress(f"  round {round_no}: {mode} x {threads} threads ...")
+                    result = run_mode(
+                        engine,
+                        mode,
+                        iterations=iterations,
+                        threads=threads,
+                        txn_ms=txn_ms,
+                        names=names,
+                    )
+                    runs.setdefault((mode, threads), []).append(result)
+        finally:
+            engine.dispose()
+    return {
+        key: sorted(found, key=lambda r: r.rate)[len(found) // 2] for key, found in runs.items()
+    }
+
+
+def grid_table(results: dict[tuple[str, int], RunResult]) -> Table:
+    """The grid as a :class:`Table`: each row beside its ceiling and the published numbers.
+
+    Example::
+
+        print(format_table(grid_table(measure_grid(url))))
+    """
+    table = Table(
+        [
+            "mode",
+            "threads",
+            "values/s",
+            "p50 ms",
+            "p90 ms",
+            "p99 ms",
+            "vs ceiling",
+            "p99 vs ceiling",
+            "source values/s",
+            "source p50/p90/p99",
+            "vs source",
+        ]
+    )
+    for (mode, threads), r in results.items():
+        ceiling = results.get(("none", threads))
+        published = PUBLISHED.get((mode, threads))
+        table.add(
+            mode,
+            threads,
+            f"{r.rate:,.1f}",
+            f"{r.percentile(50):.0f}",
+            f"{r.percentile(90):.0f}",
+            f"{r.percentile(99):.0f}",
+            f"{r.rate / ceiling.rate:.2f}x" if ceiling else "-",
+            f"{r.percentile(99) / ceiling.percentile(99):.2f}x" if ceiling else "-",
+            f"{published[0]:,.1f}" if published else "-",
+            "/".join(str(v) for v in published[1:]) if published else "-",
+            f"{r.rate / published[0]:.1f}x" if published else "-",
+        )
+    return table
+
+
 def grid(
     url: str,
     *,
@@ -249,61 +388,18 @@ def grid(
     and the run with the median values/s is reported: at 50 threads a 2-core
     machine is CPU-bound and single runs vary by 10-20%.
     """
-    runs: dict[tuple[str, int], list[RunResult]] = {}
-    for threads in thread_counts:
-        engine = bench_engine(url, threads)
-        try:
-            # Warm up: open the pool's connections before anything is timed.
-            run_mode(engine, "none", iterations=threads * 4, threads=threads, txn_ms=txn_ms)
-            for round_no in range(1, repeat + 1):
-                for mode in modes:
-                    if progress is not None:
-                        progress(f"  round {round_no}: {mode} x {threads} threads ...")
-                    result = run_mode(
-                        engine, mode, iterations=iterations, threads=threads, txn_ms=txn_ms
-                    )
-                    runs.setdefault((mode, threads), []).append(result)
-        finally:
-            engine.dispose()
-    results = {
-        key: sorted(found, key=lambda r: r.rate)[len(found) // 2] for key, found in runs.items()
-    }
-    table = Table(
-        [
-            "mode",
-            "threads",
-            "values/s",
-            "p50 ms",
-            "p90 ms",
-            "p99 ms",
-            "vs ceiling",
-            "p99 vs ceiling",
-            "source values/s",
-            "source p50/p90/p99",
-            "vs source",
-        ]
+    results = measure_grid(
+        url,
+        iterations=iterations,
+        txn_ms=txn_ms,
+        thread_counts=thread_counts,
+        modes=modes,
+        progress=progress,
+        repeat=repeat,
     )
-    for threads in thread_counts:
-        ceiling = results.get(("none", threads))
-        for mode in modes:
-            r = results[mode, threads]
-            published = PUBLISHED.get((mode, threads))
-            table.add(
-                mode,
-                threads,
-                f"{r.rate:,.1f}",
-                f"{r.percentile(50):.0f}",
-                f"{r.percentile(90):.0f}",
-                f"{r.percentile(99):.0f}",
-                f"{r.rate / ceiling.rate:.2f}x" if ceiling else "-",
-                f"{r.percentile(99) / ceiling.percentile(99):.2f}x" if ceiling else "-",
-                f"{published[0]:,.1f}" if published else "-",
-                "/".join(str(v) for v in published[1:]) if published else "-",
-                f"{r.rate / published[0]:.1f}x" if published else "-",
-            )
     masked = sa.make_url(url).render_as_string(hide_password=True)
     rounds = f", median of {repeat} interleaved runs" if repeat > 1 else ""
     return (
         f"sequence benchmark on {masked}: {iterations} iterations per row, "
-        f"{txn_ms:g} ms application transactions{rounds}\n{format_table(table)}"
+        f"{txn_ms:g} ms application transactions{rounds}\n{format_table(grid_table(results))}"
     )
