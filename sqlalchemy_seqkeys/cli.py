@@ -6,11 +6,13 @@ Example::
     $ seqkeys hotspots --plot hot.png   # which key ranges each strategy's writes hit
     $ seqkeys bench comb-generate       # key minting speed beside uuid.uuid4
     $ seqkeys bench insert --url postgresql+psycopg://postgres@127.0.0.1/test --rows 1000000
+    $ seqkeys bench report --out .      # every benchmark, every engine: BENCHMARKS.md + plots
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 
@@ -128,7 +130,9 @@ def _parser() -> argparse.ArgumentParser:
         "the native sequence and the published numbers",
     )
 
-    from .bench.insert import DEFAULT_VARIANTS, VARIANTS
+    _report_parser(benches)
+
+    from sqlalchemy_seqkeys.bench.insert import DEFAULT_VARIANTS, VARIANTS
 
     ins = benches.add_parser("insert", help="insert time per key strategy relative to BIGINT")
     ins.add_argument("--url", required=True, help="database URL to insert into")
@@ -151,8 +155,111 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _report_parser(benches: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    report = benches.add_parser(
+        "report",
+        help="every benchmark on every engine, written to DIR/BENCHMARKS.md with PNG plots",
+        description="Run every benchmark on SQLite (a temp file), PostgreSQL and "
+        "MariaDB/MySQL (the local servers when they answer, or the URLs given) and the "
+        "Spanner emulator (when given or SPANNER_EMULATOR_HOST is set); write "
+        "DIR/BENCHMARKS.md and plots under DIR/PLOTS_DIR. Progress goes to stderr.",
+    )
+    report.add_argument("--out", required=True, metavar="DIR", help="where to write the report")
+    report.add_argument(
+        "--quick", action="store_true", help="small sizes, no emulator unless given: a smoke run"
+    )
+    report.add_argument(
+        "--plots-dir",
+        default="docs/bench",
+        help="PNG directory, relative to DIR (default: %(default)s); linked relatively",
+    )
+    for key, what in (
+        ("sqlite", "default: a temporary file"),
+        ("postgresql", "default: postgresql+psycopg://postgres@127.0.0.1:5432/test if it answers"),
+        (
+            "mysql",
+            "MariaDB or MySQL; default: mysql+pymysql://root@127.0.0.1:3306/test if it answers",
+        ),
+    ):
+        report.add_argument(f"--{key}", metavar="URL", help=f"{what}; 'none' skips it")
+    report.add_argument(
+        "--spanner",
+        metavar="URL",
+        help="a database on the Spanner emulator; 'start' starts emulator_main; default: a "
+        "new database on $SPANNER_EMULATOR_HOST when set (not with --quick); 'none' skips it",
+    )
+    sizes = report.add_argument_group("sizes (defaults: the full or the --quick run)")
+    sizes.add_argument("--insert-rows", type=int, help="rows per insert variant")
+    sizes.add_argument("--spanner-insert-rows", type=int, help="the same on the emulator")
+    sizes.add_argument("--iterations", type=int, help="iterations per sequence table row")
+    sizes.add_argument("--spanner-iterations", type=int, help="the same on the emulator")
+    sizes.add_argument("--threads", help="comma-separated thread counts (full run: 10,50)")
+    sizes.add_argument("--repeat", type=int, help="interleaved runs per sequence mode (median)")
+    sizes.add_argument("--settle", type=float, help="seconds to wait after each insert variant")
+
+
+def _masked_command(argv: Sequence[str]) -> str:
+    """The command line as typed, with passwords in URLs hidden."""
+    import shlex
+
+    import sqlalchemy as sa
+
+    words = []
+    for word in argv:
+        if "://" in word:
+            with contextlib.suppress(sa.exc.ArgumentError):
+                word = sa.make_url(word).render_as_string(hide_password=True)
+        words.append(shlex.quote(word))
+    return " ".join(["seqkeys", *words])
+
+
+def _bench_report(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from pathlib import Path
+
+    from sqlalchemy_seqkeys.bench import report
+
+    try:
+        threads = (
+            None
+            if args.threads is None
+            else tuple(int(t) for t in args.threads.split(",") if t.strip())
+        )
+    except ValueError:
+        print(f"seqkeys: --threads takes numbers like 10,50, not {args.threads!r}", file=sys.stderr)
+        return 2
+    sizes = report.sizes_for(
+        args.quick,
+        insert_rows=args.insert_rows,
+        spanner_insert_rows=args.spanner_insert_rows,
+        iterations=args.iterations,
+        spanner_iterations=args.spanner_iterations,
+        thread_counts=threads,
+        repeat=args.repeat,
+        settle=args.settle,
+    )
+    try:
+        path = report.run_report(
+            Path(args.out),
+            sizes=sizes,
+            quick=args.quick,
+            sqlite=args.sqlite,
+            postgresql=args.postgresql,
+            mysql=args.mysql,
+            spanner=args.spanner,
+            plots_dir=args.plots_dir,
+            command=_masked_command(argv),
+        )
+    except Exception as exc:
+        print(f"seqkeys: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
+    if argv is None:
+        argv = sys.argv[1:]
     args = _parser().parse_args(argv)
     if args.command == "demo":
         from .demo import run as run_demo
@@ -171,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.bench == "sequences":
         return _bench_sequences(args)
+    if args.bench == "report":
+        return _bench_report(args, argv)
     if args.bench == "snowflake":
         from .bench.snowflake import run as run_snowflake
 

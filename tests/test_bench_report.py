@@ -1,0 +1,108 @@
+"""``seqkeys bench report --quick``: BENCHMARKS.md with every section, and PNG plots it links."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from sqlalchemy_seqkeys.bench.report import DEFAULT_URLS, SECTIONS, Progress
+from sqlalchemy_seqkeys.cli import main
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+#: The same variables the backend suite reads (tests/conftest.py).
+ENV_URLS = {"postgresql": "SEQKEYS_PG_URL", "mysql": "SEQKEYS_MYSQL_URL"}
+
+
+def _reachable(url: str) -> bool:
+    engine = sa.create_engine(url, connect_args={"connect_timeout": 3})
+    try:
+        with engine.connect():
+            return True
+    except Exception:
+        return False
+    finally:
+        engine.dispose()
+
+
+def _server_urls() -> dict[str, str]:
+    """PostgreSQL and MariaDB when they answer; with ``CI`` set they must."""
+    found = {}
+    for key, env in ENV_URLS.items():
+        url = os.environ.get(env, DEFAULT_URLS[key])
+        if _reachable(url):
+            found[key] = url
+        elif os.environ.get("CI"):
+            pytest.fail(f"CI is set but {key} does not answer at {url}")
+    return found
+
+
+def test_quick_report_writes_every_section_and_its_plots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    servers = _server_urls()
+    out = tmp_path / "report"
+    argv = ["bench", "report", "--quick", "--out", str(out), "--spanner", "none"]
+    for key in ENV_URLS:
+        argv += [f"--{key}", servers.get(key, "none")]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    report = out / "BENCHMARKS.md"
+    assert captured.out.strip() == str(report)
+    assert "] [2/" in captured.err  # progress lines went to stderr
+    text = report.read_text()
+
+    positions = [text.find(f"\n{heading}\n") for heading in SECTIONS]
+    assert all(p > 0 for p in positions), [
+        h for h, p in zip(SECTIONS, positions, strict=True) if p < 0
+    ]
+    assert positions == sorted(positions)
+    assert "failed" not in text.split(SECTIONS[-1])[1]
+
+    # the machine, and every engine that ran, with its tables
+    assert "| CPU |" in text
+    assert "| SQLAlchemy |" in text
+    engines = ["SQLite"] + [
+        {"postgresql": "PostgreSQL", "mysql": "Maria|MySQL"}[k] for k in servers
+    ]
+    for label in engines:
+        assert re.search(rf"^### ({label})", text, re.MULTILINE), label
+    assert text.count("| none | 10 |") == len(engines)  # the ceiling row per engine
+    assert text.count("| bit-reversed | `") == len(engines)  # the insert table per engine
+    for variant in ("bigint", "uuid4", "comb", "uuid7", "snowflake"):
+        assert f"| {variant} | `" in text
+    assert "| `uuid.uuid4` |" in text
+    assert "| `Snowflake` |" in text
+    assert "| monotonic |" in text
+    assert "Spanner emulator: skipped" in text
+
+    # the plots exist, are PNGs and the links resolve from BENCHMARKS.md
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert {Path(link).name for link in links} == {
+        "sequences.png",
+        "insert.png",
+        "generate.png",
+        "hotspots.png",
+    }
+    for link in links:
+        assert link.startswith("docs/bench/")
+        png = report.parent / link
+        assert png.read_bytes()[:8] == PNG_SIGNATURE, link
+
+
+def test_progress_prints_each_tenth_once_to_a_log() -> None:
+    stream = io.StringIO()
+    progress = Progress(steps=2, stream=stream)
+    progress.stage("inserts")
+    for done in range(0, 1001, 50):
+        progress.bar("uuid4", done, 1000)
+    lines = stream.getvalue().splitlines()
+    assert "[1/2] inserts" in lines[0]
+    assert len(lines) == 1 + 11  # 0%, 10%, ..., 100%
+    assert lines[-1].endswith("100% 1,000/1,000")
+    assert "[####################]" in lines[-1]
