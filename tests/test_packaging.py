@@ -1,4 +1,4 @@
-"""The wheel carries what an installed user needs: the package, py.typed and the Alembic template."""
+"""The wheel carries what an installed user needs: the package, py.typed, the Alembic template."""
 
 from __future__ import annotations
 
