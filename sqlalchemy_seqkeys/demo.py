@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from .bitreverse import bit_reversed_sequence, reverse_bits
 from .comb import CombLayout, comb_timestamp, new_uuid7
 from .sequences import SequenceMode, TableSequence, sequences_table
 from .snowflake import Snowflake, rotate_digits
@@ -129,6 +130,23 @@ def _snowflake_describe(generator: Snowflake) -> Callable[[Any, sa.Dialect], str
     return describe
 
 
+_ACCOUNT_ID = bit_reversed_sequence("demo_account_id", metadata=_Base.metadata)
+
+
+class BitReversedKey(_Base):
+    """Spanner's bit-reversed sequence values (emulated here, the same values)."""
+
+    __tablename__ = "demo_bit_reversed"
+    id: Mapped[int] = mapped_column(
+        sa.BigInteger, primary_key=True, default=_ACCOUNT_ID, autoincrement=False
+    )
+    note: Mapped[str] = mapped_column(sa.String(40))
+
+
+def _bit_reversed_describe(key: int, dialect: sa.Dialect) -> str:
+    return f"counter {reverse_bits(key)}, its 63 bits reversed"
+
+
 @dataclass(frozen=True)
 class _Strategy:
     title: str
@@ -165,6 +183,7 @@ STRATEGIES = [
         SnowflakeRotated,
         _snowflake_describe(_ROTATED),
     ),
+    _Strategy("bit_reversed_sequence('demo_account_id')", BitReversedKey, _bit_reversed_describe),
     *(
         _Strategy(
             f"TableSequence mode={mode.value!r}", _SEQUENCE_MODELS[mode], _sequence_describe(mode)
