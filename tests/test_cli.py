@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
+from sqlalchemy_seqkeys import reverse_bits
 from sqlalchemy_seqkeys.cli import main
 
 
@@ -26,8 +27,9 @@ def test_demo_on_an_embedded_sqlite_file(
     guids = [uuid.UUID(k) for k in keys if "-" in k]
     numbers = [int(k) for k in keys if "-" not in k]
     assert len(guids) == 12
-    assert numbers[6:] == [1, 2, 3] * 4  # four TableSequence modes, three rows each
+    assert numbers[9:] == [1, 2, 3] * 4  # four TableSequence modes, three rows each
     assert all(n > 2**50 for n in numbers[:6])  # plain and rotated snowflake ids
+    assert numbers[6:9] == sorted(reverse_bits(c) for c in (1, 2, 3))  # bit-reversed
     assert "minted at 20" in out
 
 
