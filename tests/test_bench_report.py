@@ -72,7 +72,7 @@ def test_quick_report_writes_every_section_and_its_plots(
     ]
     for label in engines:
         assert re.search(rf"^### ({label})", text, re.MULTILINE), label
-    assert text.count("| none | 10 |") == len(engines)  # the ceiling row per engine
+    assert text.count("| `none` | 10 |") == len(engines)  # the ceiling row per engine
     assert text.count("| bit-reversed | `") == len(engines)  # the insert table per engine
     for variant in ("bigint", "uuid4", "comb", "uuid7", "snowflake"):
         assert f"| {variant} | `" in text

@@ -299,6 +299,14 @@ def _probe(key: str, url: str) -> Target:
     return Target(key, label, url, server)
 
 
+_LABELS = {
+    "sqlite": "SQLite",
+    "postgresql": "PostgreSQL",
+    "mysql": "MariaDB/MySQL",
+    "spanner": "Spanner emulator",
+}
+
+
 def find_targets(
     *,
     sqlite: str | None,
@@ -325,7 +333,7 @@ def find_targets(
     given = {"sqlite": sqlite, "postgresql": postgresql, "mysql": mysql, "spanner": spanner}
     for key, url in given.items():
         if url is not None and url.lower() == "none":
-            notes.append(f"{key}: skipped (`--{key} none`).")
+            notes.append(f"{_LABELS[key]}: skipped (`--{key} none`).")
             continue
         if url is None:
             if key == "sqlite":
@@ -336,8 +344,8 @@ def find_targets(
                     targets.append(_probe(key, url))
                 except Exception as exc:
                     notes.append(
-                        f"{key}: no server answered at {url} ({type(exc).__name__}); skipped. "
-                        f"Give `--{key} URL` to run on it."
+                        f"{_LABELS[key]}: no server answered at {url} "
+                        f"({type(exc).__name__}); skipped. Give `--{key} URL` to run on it."
                     )
                 continue
             else:
@@ -485,7 +493,8 @@ without a key, the **ceiling** every ratio is taken against, and `native` takes
 the engine's own sequence inside the transaction (an AUTOINCREMENT insert on
 SQLite and MySQL, a `bit_reversed_positive` sequence on Spanner). The source's
 numbers are Spanner's, from a 4-vCPU client VM (BRIEF section 1); `vs source`
-is values/s here divided by values/s there.
+is values/s here divided by values/s there. `latency vs ceiling` gives each
+percentile divided by the same percentile of `none`.
 """
 
 _INSERT_INTRO = """\
@@ -501,6 +510,43 @@ path and the time includes minting. `uuid4`, `comb` and `uuid7` use `CombGuid`
 after `ANALYZE TABLE`, SQLite from its pages); the Spanner emulator reports
 none.
 """
+
+
+def _grid_table(grid: dict[tuple[str, int], sequences.RunResult]) -> Table:
+    """The sequence table with every number beside its ratio to the ceiling and the source."""
+    table = Table(
+        [
+            "mode",
+            "threads",
+            "values/s",
+            "vs ceiling",
+            "p50 / p90 / p99 ms",
+            "latency vs ceiling",
+            "source values/s",
+            "vs source",
+            "source p50 / p90 / p99 ms",
+        ]
+    )
+    percentiles = (50, 90, 99)
+    for (mode, threads), r in grid.items():
+        ceiling = grid.get(("none", threads))
+        published = sequences.PUBLISHED.get((mode, threads))
+        latency = [r.percentile(p) for p in percentiles]
+        table.add(
+            f"`{mode}`",
+            threads,
+            f"{r.rate:,.1f}",
+            _ratio(r.rate, ceiling.rate if ceiling else None),
+            " / ".join(f"{v:,.0f}" for v in latency),
+            " / ".join(
+                _ratio(v, ceiling.percentile(p) if ceiling else None)
+                for v, p in zip(latency, percentiles, strict=True)
+            ),
+            f"{published[0]:,.1f}" if published else "-",
+            _ratio(r.rate, published[0] if published else None),
+            " / ".join(f"{v:,}" for v in published[1:]) if published else "-",
+        )
+    return table
 
 
 def _seq_section(report: _Report) -> list[str]:
@@ -530,7 +576,7 @@ def _seq_section(report: _Report) -> list[str]:
                 "SQLite has one writer: `sync` and `native` hold the write lock through the "
                 "10 ms transaction, so they run one at a time.\n"
             )
-        lines.append(format_markdown(sequences.grid_table(grid)))
+        lines.append(format_markdown(_grid_table(grid)))
         lines.append("")
     if "sequences" in report.plots:
         lines.append(
@@ -715,8 +761,8 @@ def _markdown(
         "same transaction without a key), inserts against a BIGINT key, minting against "
         "`uuid.uuid4`, hotspots against an even spread. The absolute numbers depend on "
         "the machine and on whatever else it runs; the ratios much less. This run shared "
-        "a 2-core machine with other work (see the load average), so single numbers can "
-        "be off by 10-20%.",
+        f"a {os.cpu_count()}-core machine with other work (see the load average), so "
+        "single numbers can be off by 10-20%.",
         "",
         SECTIONS[0],
         "",
