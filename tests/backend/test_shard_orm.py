@@ -113,7 +113,7 @@ def test_spanner_generates_what_shard_of_computes(spanner_engine: Engine) -> Non
         with spanner_engine.begin() as conn:
             conn.execute(sa.insert(table), rows)  # no shard values: the server computes them
         with spanner_engine.connect() as conn:
-            stored = dict(conn.execute(sa.select(table.c.n, table.c.shard)))
+            stored = dict(conn.execute(sa.select(table.c.n, table.c.shard)).all())
         shard = ShardId("n", "s", "b", "ts", "d", shards=2048)
         expected = {r["n"]: shard.of(r["n"], r["s"], r["b"], r["ts"], r["d"]) for r in rows}
         assert len(stored) == 1200
@@ -136,7 +136,7 @@ def test_shard_column_is_filled_on_every_engine(engine: Engine) -> None:
             conn.execute(sa.insert(table), rows[50])  # one row as parameters
             conn.execute(sa.insert(table).values(**rows[51]))  # values in the statement
         with engine.connect() as conn:
-            stored = dict(conn.execute(sa.select(table.c.n, table.c.shard)))
+            stored = dict(conn.execute(sa.select(table.c.n, table.c.shard)).all())
         assert stored == {
             r["n"]: shard.of(r["n"], r["s"], r["b"], r["ts"], r["d"]) for r in rows[:52]
         }
