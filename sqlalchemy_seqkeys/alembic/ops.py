@@ -199,23 +199,35 @@ class DropSequencesTableOp(_SeqKeysOp):
         return CreateSequencesTableOp(self.name)
 
 
+def _create_table(operations: Operations, table: sa.Table, instead: str) -> None:
+    conn = _connection(operations)
+    if conn is not None and _has_table(conn, table.name):
+        raise MigrationError(
+            f"a table {table.name!r} already exists; nothing was created. Drop it, or {instead}"
+        )
+    operations.impl.create_table(table)
+
+
+def _drop_table(operations: Operations, table: sa.Table, what: str) -> None:
+    conn = _connection(operations)
+    if conn is not None and not _has_table(conn, table.name):
+        raise MigrationError(f"there is no {what} {table.name!r} to drop")
+    operations.impl.drop_table(table)
+
+
 @Operations.implementation_for(CreateSequencesTableOp)
 def _create_sequences_table(operations: Operations, operation: CreateSequencesTableOp) -> None:
-    conn = _connection(operations)
-    if conn is not None and _has_table(conn, operation.name):
-        raise MigrationError(
-            f"a table {operation.name!r} already exists; nothing was created. Drop it, or "
-            "keep the sequences in another table: op.create_sequences_table('other_name')"
-        )
-    operations.impl.create_table(sequences_table(sa.MetaData(), operation.name))
+    table = sequences_table(sa.MetaData(), operation.name)
+    _create_table(
+        operations,
+        table,
+        "keep the sequences in another table: op.create_sequences_table('other_name')",
+    )
 
 
 @Operations.implementation_for(DropSequencesTableOp)
 def _drop_sequences_table(operations: Operations, operation: DropSequencesTableOp) -> None:
-    conn = _connection(operations)
-    if conn is not None and not _has_table(conn, operation.name):
-        raise MigrationError(f"there is no sequences table {operation.name!r} to drop")
-    operations.impl.drop_table(sequences_table(sa.MetaData(), operation.name))
+    _drop_table(operations, sequences_table(sa.MetaData(), operation.name), "sequences table")
 
 
 # -- table sequences --------------------------------------------------------------
@@ -465,18 +477,15 @@ class DropWorkerLeaseTableOp(_SeqKeysOp):
 
 @Operations.implementation_for(CreateWorkerLeaseTableOp)
 def _create_workers(operations: Operations, operation: CreateWorkerLeaseTableOp) -> None:
-    conn = _connection(operations)
-    if conn is not None and _has_table(conn, operation.name):
-        raise MigrationError(
-            f"a table {operation.name!r} already exists; nothing was created. Pass another "
-            "name: op.create_worker_lease_table('other_name') and WorkerLease(..., table=...)"
-        )
-    operations.impl.create_table(workers_table(sa.MetaData(), operation.name))
+    table = workers_table(sa.MetaData(), operation.name)
+    _create_table(
+        operations,
+        table,
+        "pass another name: "
+        "op.create_worker_lease_table('other_name') and WorkerLease(..., table=...)",
+    )
 
 
 @Operations.implementation_for(DropWorkerLeaseTableOp)
 def _drop_workers(operations: Operations, operation: DropWorkerLeaseTableOp) -> None:
-    conn = _connection(operations)
-    if conn is not None and not _has_table(conn, operation.name):
-        raise MigrationError(f"there is no worker-lease table {operation.name!r} to drop")
-    operations.impl.drop_table(workers_table(sa.MetaData(), operation.name))
+    _drop_table(operations, workers_table(sa.MetaData(), operation.name), "worker-lease table")
