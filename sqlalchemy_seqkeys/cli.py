@@ -171,6 +171,7 @@ def _report_parser(benches: argparse._SubParsersAction[argparse.ArgumentParser])
     report.add_argument(
         "--plots-dir",
         default="docs/bench",
+        metavar="SUBDIR",
         help="PNG directory, relative to DIR (default: %(default)s); linked relatively",
     )
     for key, what in (
@@ -189,13 +190,25 @@ def _report_parser(benches: argparse._SubParsersAction[argparse.ArgumentParser])
         "new database on $SPANNER_EMULATOR_HOST when set (not with --quick); 'none' skips it",
     )
     sizes = report.add_argument_group("sizes (defaults: the full or the --quick run)")
-    sizes.add_argument("--insert-rows", type=int, help="rows per insert variant")
-    sizes.add_argument("--spanner-insert-rows", type=int, help="the same on the emulator")
-    sizes.add_argument("--iterations", type=int, help="iterations per sequence table row")
-    sizes.add_argument("--spanner-iterations", type=int, help="the same on the emulator")
-    sizes.add_argument("--threads", help="comma-separated thread counts (full run: 10,50)")
-    sizes.add_argument("--repeat", type=int, help="interleaved runs per sequence mode (median)")
-    sizes.add_argument("--settle", type=float, help="seconds to wait after each insert variant")
+    sizes.add_argument("--insert-rows", type=int, metavar="N", help="rows per insert variant")
+    sizes.add_argument(
+        "--spanner-insert-rows", type=int, metavar="N", help="the same on the emulator"
+    )
+    sizes.add_argument(
+        "--iterations", type=int, metavar="N", help="iterations per sequence table row"
+    )
+    sizes.add_argument(
+        "--spanner-iterations", type=int, metavar="N", help="the same on the emulator"
+    )
+    sizes.add_argument(
+        "--threads", metavar="N,N", help="comma-separated thread counts (full run: 10,50)"
+    )
+    sizes.add_argument(
+        "--repeat", type=int, metavar="N", help="interleaved runs per sequence mode (median)"
+    )
+    sizes.add_argument(
+        "--settle", type=float, metavar="SECONDS", help="seconds to wait after each insert variant"
+    )
 
 
 def _masked_command(argv: Sequence[str]) -> str:

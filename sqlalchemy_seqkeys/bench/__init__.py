@@ -5,6 +5,7 @@ baseline measured in the same process minutes apart at most::
 
     $ seqkeys bench comb-generate
     $ seqkeys bench insert --url postgresql+psycopg://postgres@127.0.0.1/test --rows 1000000
+    $ seqkeys bench report --out .     # all of them on every engine: BENCHMARKS.md + plots
 """
 
 from __future__ import annotations
