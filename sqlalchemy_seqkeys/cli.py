@@ -207,6 +207,12 @@ def _report_parser(benches: argparse._SubParsersAction[argparse.ArgumentParser])
         "--repeat", type=int, metavar="N", help="interleaved runs per sequence mode (median)"
     )
     sizes.add_argument(
+        "--insert-repeat",
+        type=int,
+        metavar="N",
+        help="interleaved rounds of the insert variants; each keeps its fastest",
+    )
+    sizes.add_argument(
         "--settle", type=float, metavar="SECONDS", help="seconds to wait after each insert variant"
     )
 
@@ -249,6 +255,7 @@ def _bench_report(args: argparse.Namespace, argv: Sequence[str]) -> int:
         thread_counts=threads,
         repeat=args.repeat,
         settle=args.settle,
+        insert_repeat=args.insert_repeat,
     )
     try:
         path = report.run_report(
