@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Table", "format_markdown", "format_table"]
+__all__ = ["Table", "format_markdown", "format_table", "ratio"]
 
 
 @dataclass
@@ -27,6 +27,19 @@ class Table:
     def add(self, *cells: object) -> None:
         """Append a row; cells are turned into text with ``str``."""
         self.rows.append([str(c) for c in cells])
+
+
+def ratio(value: float | None, base: float | None) -> str:
+    """``value / base`` as ``"1.23x"``; ``"-"`` where either is unknown (or the base is 0).
+
+    Example::
+
+        >>> ratio(3.0, 2.0), ratio(None, 2.0)
+        ('1.50x', '-')
+    """
+    if value is None or not base:
+        return "-"
+    return f"{value / base:.2f}x"
 
 
 def format_table(table: Table) -> str:

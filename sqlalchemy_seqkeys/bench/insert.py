@@ -17,14 +17,14 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 from sqlalchemy_seqkeys._dialect import dialect_key
-from sqlalchemy_seqkeys.bench._table import Table, format_table
+from sqlalchemy_seqkeys.bench._table import Table, format_table, ratio
 from sqlalchemy_seqkeys.bitreverse import reverse_bits
 from sqlalchemy_seqkeys.comb import new_uuid7
 from sqlalchemy_seqkeys.snowflake import Snowflake
@@ -38,6 +38,7 @@ __all__ = [
     "bench_engine",
     "measure",
     "render",
+    "results_table",
     "run",
     "run_variant",
 ]
@@ -199,10 +200,20 @@ def run_variant(
     return Result(variant.name, column_type, rows, seconds, size)
 
 
-def render(results: Iterable[Result], url: str) -> str:
-    """The report: one row a variant, time and size as ratios to ``bigint``."""
-    results = list(results)
+def results_table(
+    results: Sequence[Result], *, baseline: str | None = None, code: bool = False
+) -> Table:
+    """One row a variant: time and size, absolute and as ratios to ``bigint`` (else the first).
+
+    ``baseline`` names the baseline in the header (default: its variant name);
+    ``code=True`` sets the column types in Markdown code spans.
+
+    Example::
+
+        print(format_table(results_table(results)))
+    """
     base = next((r for r in results if r.variant == "bigint"), results[0])
+    name = baseline or base.variant
     table = Table(
         [
             "key",
@@ -210,35 +221,38 @@ def render(results: Iterable[Result], url: str) -> str:
             "rows",
             "seconds",
             "rows/s",
-            "time vs bigint",
+            f"time vs {name}",
             "size MiB",
-            "size vs bigint",
+            f"size vs {name}",
         ]
     )
     for r in results:
-        size = "-" if r.size_bytes is None else f"{r.size_bytes / 2**20:,.1f}"
-        size_ratio = (
-            f"{r.size_bytes / base.size_bytes:.2f}x"
-            if r.size_bytes is not None and base.size_bytes
-            else "-"
-        )
         table.add(
             r.variant,
-            r.column_type,
+            f"`{r.column_type}`" if code else r.column_type,
             f"{r.rows:,}",
             f"{r.seconds:,.1f}",
             f"{r.rows / r.seconds:,.0f}",
-            f"{r.seconds / base.seconds:.2f}x",
-            size,
-            size_ratio,
+            ratio(r.seconds, base.seconds),
+            "-" if r.size_bytes is None else f"{r.size_bytes / 2**20:,.1f}",
+            ratio(r.size_bytes, base.size_bytes),
         )
+    return table
+
+
+def render(results: Iterable[Result], url: str) -> str:
+    """The report: one row a variant, time and size as ratios to ``bigint``."""
+    results = list(results)
+    table = results_table(results)
     lines = [
         f"insert benchmark on {sa.make_url(url).render_as_string(hide_password=True)}",
         format_table(table),
     ]
     by_name = {r.variant: r for r in results}
     if "comb" in by_name and "bigint" in by_name:
-        lines.append(f"\ncomb / bigint = {by_name['comb'].seconds / base.seconds:.2f}x")
+        lines.append(
+            f"\ncomb / bigint = {by_name['comb'].seconds / by_name['bigint'].seconds:.2f}x"
+        )
     for random_name in ("uuid4", "uuid4-char36"):
         if "comb" in by_name and random_name in by_name:
             lines.append(

@@ -56,7 +56,7 @@ import sqlalchemy as sa
 from sqlalchemy_seqkeys import hotspots
 from sqlalchemy_seqkeys._dialect import dialect_key
 from sqlalchemy_seqkeys.bench import generate, insert, sequences
-from sqlalchemy_seqkeys.bench._table import Table, format_markdown
+from sqlalchemy_seqkeys.bench._table import Table, format_markdown, ratio
 
 __all__ = [
     "DEFAULT_URLS",
@@ -543,14 +543,14 @@ def _grid_table(grid: dict[tuple[str, int], sequences.RunResult]) -> Table:
             f"`{mode}`",
             threads,
             f"{r.rate:,.1f}",
-            _ratio(r.rate, ceiling.rate if ceiling else None),
+            ratio(r.rate, ceiling.rate if ceiling else None),
             " / ".join(f"{v:,.0f}" for v in latency),
             " / ".join(
-                _ratio(v, ceiling.percentile(p) if ceiling else None)
+                ratio(v, ceiling.percentile(p) if ceiling else None)
                 for v, p in zip(latency, percentiles, strict=True)
             ),
             f"{published[0]:,.1f}" if published else "-",
-            _ratio(r.rate, published[0] if published else None),
+            ratio(r.rate, published[0] if published else None),
             " / ".join(f"{v:,}" for v in published[1:]) if published else "-",
         )
     return table
@@ -604,12 +604,6 @@ _INSERT_SOURCE = {
 }
 
 
-def _ratio(value: float | None, base: float | None) -> str:
-    if value is None or not base:
-        return "-"
-    return f"{value / base:.2f}x"
-
-
 def _insert_section(report: _Report) -> list[str]:
     lines = [
         SECTIONS[2],
@@ -636,38 +630,15 @@ def _insert_section(report: _Report) -> list[str]:
                 "test double that executes one transaction at a time, not a performance "
                 "model of Spanner; the ratios show its costs, not Spanner's.\n"
             )
-        table = Table(
-            [
-                "key",
-                "column",
-                "rows",
-                "seconds",
-                "rows/s",
-                "time vs BIGINT",
-                "size MiB",
-                "size vs BIGINT",
-            ]
-        )
-        base = results[0]
-        for r in results:
-            table.add(
-                r.variant,
-                f"`{r.column_type}`",
-                f"{r.rows:,}",
-                f"{r.seconds:,.1f}",
-                f"{r.rows / r.seconds:,.0f}",
-                _ratio(r.seconds, base.seconds),
-                "-" if r.size_bytes is None else f"{r.size_bytes / 2**20:,.1f}",
-                _ratio(r.size_bytes, base.size_bytes),
-            )
+        table = insert.results_table(results, baseline="BIGINT", code=True)
         lines += [format_markdown(table), ""]
         by = {r.variant: r for r in results}
         if {"bigint", "comb", "uuid4"} <= by.keys():
             summary.add(
                 target.label,
-                _ratio(by["comb"].seconds, by["bigint"].seconds),
-                _ratio(by["uuid4"].seconds, by["bigint"].seconds),
-                _ratio(by["uuid4"].seconds, by["comb"].seconds),
+                ratio(by["comb"].seconds, by["bigint"].seconds),
+                ratio(by["uuid4"].seconds, by["bigint"].seconds),
+                ratio(by["uuid4"].seconds, by["comb"].seconds),
                 _INSERT_SOURCE.get(target.key, "-"),
             )
     summary.add("SQL Server (source only)", "1.08x (AtEnd)", "-", "-", "source: within 8.4% of int")
@@ -966,7 +937,7 @@ def _plot_sequences(report: _Report, path: Path) -> None:
     fig.savefig(path, dpi=80)
 
 
-def _size_ratio(result: insert.Result | None, base: insert.Result) -> float:
+def _sizeratio(result: insert.Result | None, base: insert.Result) -> float:
     if result is None or result.size_bytes is None or not base.size_bytes:
         return 0.0
     return result.size_bytes / base.size_bytes
@@ -988,7 +959,7 @@ def _plot_inserts(report: _Report, path: Path) -> None:
         xs = [i - 0.4 + width * (index + 0.5) for i in range(len(variants))]
         times = [by[v].seconds / base.seconds if v in by else 0.0 for v in variants]
         time_ax.bar(xs, times, width=width, label=target.label)
-        sizes = [_size_ratio(by.get(v), base) for v in variants]
+        sizes = [_sizeratio(by.get(v), base) for v in variants]
         if any(sizes):
             size_ax.bar(xs, sizes, width=width, label=target.label)
     for ax, what in ((time_ax, "insert time"), (size_ax, "table + index size")):
@@ -1012,8 +983,8 @@ def _plot_generate(report: _Report, path: Path) -> None:
     ratios = [rate / base for _, rate in rates]
     colors = ["tab:gray" if name == "uuid.uuid4" else "tab:blue" for name in names]
     ax.barh(names, ratios, color=colors)
-    for y, ratio in enumerate(ratios):
-        ax.annotate(f" {ratio:.2f}x", (ratio, y), va="center", fontsize=7)
+    for y, times in enumerate(ratios):
+        ax.annotate(f" {times:.2f}x", (times, y), va="center", fontsize=7)
     ax.set_xscale("log")
     ax.set_xlim(min(ratios) * 0.8, max(ratios) * 1.6)
     ax.axvline(1.0, color="black", linewidth=0.8)
