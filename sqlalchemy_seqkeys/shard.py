@@ -210,13 +210,19 @@ class ShardId:
         return shard_of(text, self.shards, non_negative=self.non_negative)
 
     def __call__(self, context: _HasParameters) -> int:
-        params = context.get_current_parameters()
+        return self._of_row(
+            context.get_current_parameters(),
+            "ShardId",
+            "set it, or declare its default before the shard column",
+        )
+
+    def _of_row(self, row: Mapping[str, Any], what: str, remedy: str) -> int:
+        """The shard id of one INSERT's row; a hashed column missing from it says ``remedy``."""
         try:
-            values = [params[c] for c in self.columns]
+            values = [row[c] for c in self.columns]
         except KeyError as exc:
             raise InvalidShardError(
-                f"ShardId hashes column {exc.args[0]!r}, which has no value in this INSERT; "
-                "set it, or declare its default before the shard column"
+                f"{what} hashes column {exc.args[0]!r}, which has no value in this INSERT; {remedy}"
             ) from None
         return self.of(*values)
 
@@ -297,14 +303,11 @@ def _shard_columns(table: sa.Table) -> list[tuple[str, ShardId]]:
 def _filled(row: Mapping[str, Any], shards: list[tuple[str, ShardId]]) -> dict[str, Any]:
     out = dict(row)
     for key, shard in shards:
-        try:
-            values = [out[c] for c in shard.columns]
-        except KeyError as exc:
-            raise InvalidShardError(
-                f"shard column {key!r} hashes column {exc.args[0]!r}, which has no value in this "
-                "INSERT; give it one (a column default is computed too late to hash)"
-            ) from None
-        value = shard.of(*values)
+        value = shard._of_row(
+            out,
+            f"shard column {key!r}",
+            "give it one (a column default is computed too late to hash)",
+        )
         given = out.get(key)
         if given is not None and given != value:
             raise InvalidShardError(
