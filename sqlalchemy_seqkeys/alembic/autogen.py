@@ -208,26 +208,28 @@ def _table_kw(table: str, default: str) -> dict[str, str]:
     return {} if table == default else {"table": table}
 
 
-@renderers.dispatch_for(CreateSequencesTableOp)
-def _render_create_sequences_table(ctx: AutogenContext, op: CreateSequencesTableOp) -> str:
-    return _call(ctx, "create_sequences_table", *([op.name] if op.name != DEFAULT_TABLE else []))
+#: The table operations: what each is called on ``op``, and its default table name.
+_TABLE_OPS: dict[type[ops.MigrateOperation], tuple[str, str]] = {
+    CreateSequencesTableOp: ("create_sequences_table", DEFAULT_TABLE),
+    DropSequencesTableOp: ("drop_sequences_table", DEFAULT_TABLE),
+    CreateWorkerLeaseTableOp: ("create_worker_lease_table", DEFAULT_WORKERS_TABLE),
+    DropWorkerLeaseTableOp: ("drop_worker_lease_table", DEFAULT_WORKERS_TABLE),
+}
 
 
-@renderers.dispatch_for(DropSequencesTableOp)
-def _render_drop_sequences_table(ctx: AutogenContext, op: DropSequencesTableOp) -> str:
-    return _call(ctx, "drop_sequences_table", *([op.name] if op.name != DEFAULT_TABLE else []))
+def _render_table_op(
+    ctx: AutogenContext,
+    op: CreateSequencesTableOp
+    | DropSequencesTableOp
+    | CreateWorkerLeaseTableOp
+    | DropWorkerLeaseTableOp,
+) -> str:
+    name, default = _TABLE_OPS[type(op)]
+    return _call(ctx, name, *([op.name] if op.name != default else []))
 
 
-@renderers.dispatch_for(CreateWorkerLeaseTableOp)
-def _render_create_workers(ctx: AutogenContext, op: CreateWorkerLeaseTableOp) -> str:
-    args = [op.name] if op.name != DEFAULT_WORKERS_TABLE else []
-    return _call(ctx, "create_worker_lease_table", *args)
-
-
-@renderers.dispatch_for(DropWorkerLeaseTableOp)
-def _render_drop_workers(ctx: AutogenContext, op: DropWorkerLeaseTableOp) -> str:
-    args = [op.name] if op.name != DEFAULT_WORKERS_TABLE else []
-    return _call(ctx, "drop_worker_lease_table", *args)
+for _table_op in _TABLE_OPS:
+    renderers.dispatch_for(_table_op)(_render_table_op)
 
 
 @renderers.dispatch_for(CreateTableSequenceOp)
