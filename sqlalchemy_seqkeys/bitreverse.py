@@ -38,28 +38,31 @@ included::
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
+from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateSequence
 from sqlalchemy.sql.compiler import DDLCompiler
 
-from sqlalchemy_seqkeys import _fork
-from sqlalchemy_seqkeys._dialect import dialect_key
+from sqlalchemy_seqkeys._blocks import (
+    AwaitableDDL,
+    BlockState,
+    BlockStore,
+    batch_counter,
+    begin,
+)
+from sqlalchemy_seqkeys._dialect import bit_reversed_block, natively_bit_reversed
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
 from sqlalchemy_seqkeys.sequences import _aio
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
-    _tenant,
     check_name,
     drop_table_sequence,
     sequences_table,
@@ -94,12 +97,8 @@ def reverse_bits(n: int) -> int:
         >>> reverse_bits(1000)
         855683929200394240
     """
-    if not isinstance(n, int) or isinstance(n, bool):
-        raise InvalidBitReversalError(f"reverse_bits() takes an int, not {type(n).__name__}")
-    if not 0 <= n < _LIMIT:
-        raise InvalidBitReversalError(
-            f"reverse_bits() takes 0 <= n < 2**63 (a positive BIGINT), not {n}"
-        )
+    hint = "reverse_bits() takes a positive BIGINT"
+    check_int(n, "n", InvalidBitReversalError, min=0, max=_LIMIT - 1, hint=hint)
     return int(f"{n:063b}"[::-1], 2)
 
 
@@ -129,18 +128,6 @@ def _check_skip_range(skip_range: object) -> SkipRange | None:
             f"not ({low}, {high})"
         )
     return (low, high)
-
-
-class _HasConnection(Protocol):
-    """What a column default receives: the execution context of the INSERT."""
-
-    @property
-    def connection(self) -> sa.Connection: ...
-
-
-#: Dialects whose sa.Sequence already hands out bit-reversed values:
-#: sqlalchemy-spanner creates its sequences as bit_reversed_positive.
-_NATIVELY_REVERSED = frozenset({"spanner"})
 
 
 class BitReversed:
@@ -175,22 +162,29 @@ class BitReversed:
         skip = f", skip_range={self.skip_range}" if self.skip_range else ""
         return f"BitReversed({self.source!r}{skip})"
 
-    def __call__(self, context: _HasConnection) -> int:
+    def __call__(self, context: DefaultExecutionContext) -> int:
         """The column default: one value for the row being inserted."""
+        return self._skipping(lambda: self._draw(context))
+
+    def _skipping(self, draw: Callable[[], int]) -> int:
+        """``draw()`` until its value lies outside the skip range."""
         skip_range = self.skip_range
         if skip_range is None:
-            return self._draw(context)
+            return draw()
         low, high = skip_range
         for _ in range(MAX_CONSECUTIVE_SKIPS):
-            value = self._draw(context)
+            value = draw()
             if not low <= value <= high:
                 return value
-        raise SequenceExhaustedError(
-            f"{self!r} skipped {MAX_CONSECUTIVE_SKIPS} values in a row: skip_range {skip_range} "
+        raise self._skipped_too_many(MAX_CONSECUTIVE_SKIPS)
+
+    def _skipped_too_many(self, skipped: int) -> SequenceExhaustedError:
+        return SequenceExhaustedError(
+            f"{self!r} skipped {skipped} values in a row: skip_range {self.skip_range} "
             "covers nearly all of the key space. Narrow it to the keys already in use"
         )
 
-    def _draw(self, context: _HasConnection) -> int:
+    def _draw(self, context: DefaultExecutionContext) -> int:
         source = self.source
         if isinstance(source, sa.Sequence):
             conn = context.connection
@@ -208,7 +202,7 @@ def _next_from_sequence(conn: sa.Connection, sequence: sa.Sequence) -> int:
     value = conn.scalar(sa.select(sequence.next_value()))
     if value is None:  # pragma: no cover - a sequence always answers
         raise InvalidBitReversalError(f"sequence {sequence.name!r} returned no value")
-    if dialect_key(conn.dialect) in _NATIVELY_REVERSED:
+    if natively_bit_reversed(conn.dialect):
         return int(value)
     return reverse_bits(int(value))
 
@@ -292,14 +286,13 @@ def _spanner_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
     return sa.select(sequence.next_value()).select_from(rows)
 
 
-#: per dialect: one statement that returns n values of a native sequence.
-#: Engines not listed (Oracle, SQL Server: not verified here) take one
+#: one statement that returns n values of a native sequence, by
+#: _dialect.bit_reversed_block(dialect). Engines without one take one
 #: statement per value; the values are still handed out from memory.
-_BLOCK_STATEMENTS: dict[str, _BlockStatement] = {
-    "postgresql": _postgresql_block,
-    "mysql": _mariadb_block,  # MariaDB (MySQL has no sequences)
-    "mariadb": _mariadb_block,
-    "spanner": _spanner_block,
+_BLOCK_STATEMENTS: dict[str | None, _BlockStatement] = {
+    "generate_series": _postgresql_block,
+    "seq_table": _mariadb_block,
+    "generate_array": _spanner_block,
 }
 
 
@@ -309,34 +302,28 @@ def _no_sequence_engine(exc: sa.exc.DBAPIError) -> bool:
     return "seq_1_to_" in text and ("1146" in text or "doesn't exist" in text)
 
 
-class _Block:
+class _Block(BlockState):
     """The values of one bit-reversed sequence this process holds for one database and tenant."""
 
-    __slots__ = ("build", "lock", "values")
+    __slots__ = ("build", "values")
 
     def __init__(self, build: _BlockStatement | None) -> None:
-        self.lock = threading.Lock()
+        super().__init__()
         #: values fetched and not yet handed out, reversed, skip range applied
         self.values: deque[int] = deque()
         #: the statement that fetches a block here; None: one value per statement
         self.build = build
 
 
-#: no (pool, options) seen yet
-_NO_LAST: tuple[Callable[[], object], object, _Block | None] = (lambda: None, None, None)
+def _new_block(dialect: sa.Dialect) -> _Block | None:
+    # None: no native sequence; the counter is a batch TableSequence, whose
+    # blocks are in memory there
+    if not dialect.supports_sequences:
+        return None
+    return _Block(_BLOCK_STATEMENTS.get(bit_reversed_block(dialect)))
 
 
-@contextlib.contextmanager
-def _begin(bind: sa.Engine | sa.Connection, what: str) -> Iterator[sa.Connection]:
-    _aio.check_sync_bind(bind, what)
-    if isinstance(bind, sa.Engine):
-        with bind.begin() as conn:
-            yield conn
-    else:
-        yield bind
-
-
-class BitReversedSequence(BitReversed):
+class BitReversedSequence(BitReversed, AwaitableDDL):
     """A bit-reversed sequence with the same values on every engine; a column default.
 
     Made by :func:`bit_reversed_sequence`, which documents it. Where its
@@ -377,14 +364,14 @@ class BitReversedSequence(BitReversed):
         metadata: sa.MetaData | None = None,
     ) -> None:
         check_name(name)
-        if (
-            not isinstance(start_with_counter, int)
-            or isinstance(start_with_counter, bool)
-            or not 1 <= start_with_counter < _LIMIT
-        ):
-            raise InvalidBitReversalError(
-                f"start_with_counter must be an int from 1 to 2**63 - 1, not {start_with_counter!r}"
-            )
+        check_int(
+            start_with_counter,
+            "start_with_counter",
+            InvalidBitReversalError,
+            min=1,
+            max=_LIMIT - 1,
+            hint="it is the counter of the first value, 1 to 2**63 - 1",
+        )
         self.batch_size = check_int(
             batch_size,
             "batch_size",
@@ -405,14 +392,8 @@ class BitReversedSequence(BitReversed):
         )
         self.counter = self._new_counter()
         super().__init__(self.sequence, skip_range=skip_range)
-        #: the (pool, options) of the last call and their block: the common case
-        self._last: tuple[Callable[[], object], object, _Block | None] = _NO_LAST
-        self._states_lock = threading.Lock()
-        # pool -> tenant (schema_translate_map, or None) -> block
-        self._states: weakref.WeakKeyDictionary[sa.pool.Pool, dict[object, _Block]] = (
-            weakref.WeakKeyDictionary()
-        )
-        _fork.register(self)
+        #: per pool and tenant, with batch_size > 1; None without native sequences
+        self._blocks = BlockStore(_new_block)
         if metadata is not None:
             self.attach(metadata)
 
@@ -428,18 +409,16 @@ class BitReversedSequence(BitReversed):
     def _native(dialect: sa.Dialect) -> bool:
         return bool(dialect.supports_sequences)
 
-    def __call__(self, context: _HasConnection) -> int:
+    def __call__(self, context: DefaultExecutionContext) -> int:
         """The column default: one value for the row being inserted."""
-        if self.batch_size == 1:
-            return super().__call__(context)
-        conn = context.connection
-        if not self._native(conn.dialect):
-            # the counter is a batch TableSequence: blocks come from memory there
-            return super().__call__(context)
-        return self._take(conn)
+        return self._value(context.connection)
 
-    def _draw(self, context: _HasConnection) -> int:
-        return self._draw_on(context.connection)
+    def _value(self, conn: sa.Connection) -> int:
+        if self.batch_size > 1:
+            state = self._blocks.of(conn)
+            if state is not None:
+                return self._take(conn, state)
+        return self._skipping(lambda: self._draw_on(conn))
 
     def _draw_on(self, conn: sa.Connection) -> int:
         if self._native(conn.dialect):
@@ -448,7 +427,7 @@ class BitReversedSequence(BitReversed):
 
     # -- blocks of a native sequence ----------------------------------------------
 
-    def _take(self, conn: sa.Connection) -> int:
+    def _take(self, conn: sa.Connection, state: _Block) -> int:
         """One value from this process's block for ``conn``'s database; fetch one if empty.
 
         The fetch runs on ``conn``, the INSERT's own connection, with no lock
@@ -456,7 +435,6 @@ class BitReversedSequence(BitReversed):
         asyncio the loop runs on. Two threads that run out at once each fetch
         a block; both are handed out, every value once.
         """
-        state = self._block_of(conn)
         with state.lock:
             if state.values:
                 return state.values.popleft()
@@ -469,10 +447,7 @@ class BitReversedSequence(BitReversed):
                     return state.values.popleft()
             skipped += fetched
             if skipped >= MAX_CONSECUTIVE_SKIPS:
-                raise SequenceExhaustedError(
-                    f"{self!r} skipped {skipped} values in a row: skip_range {self.skip_range} "
-                    "covers nearly all of the key space. Narrow it to the keys already in use"
-                )
+                raise self._skipped_too_many(skipped)
 
     def _fetch(self, conn: sa.Connection, state: _Block) -> tuple[int, list[int]]:
         """Fetch a block on ``conn``: (counters consumed, values to hand out, in counter order)."""
@@ -489,7 +464,7 @@ class BitReversedSequence(BitReversed):
                 # A failed statement leaves a MariaDB transaction as it was.
                 state.build = build = _mariadb_recursive_block
                 raw = list(conn.scalars(build(self.sequence, self.batch_size)))
-        if dialect_key(conn.dialect) in _NATIVELY_REVERSED:
+        if natively_bit_reversed(conn.dialect):
             counters = sorted(reverse_bits(int(v)) for v in raw)  # its own inverse
         else:
             counters = sorted(int(v) for v in raw)
@@ -499,26 +474,6 @@ class BitReversedSequence(BitReversed):
             values = [v for v in values if not low <= v <= high]
         return len(counters), values
 
-    def _block_of(self, conn: sa.Connection) -> _Block:
-        """This process's block for ``conn``'s database (pool) and tenant (schema map)."""
-        _fork.forked()  # libc fork(): no hook ran; the blocks are forgotten now
-        pool = conn.engine.pool
-        # Connections share their engine's options until given their own: the
-        # common case is one identity check.
-        options = conn.get_execution_options()
-        last_pool, last_options, last_state = self._last
-        if last_state is not None and last_pool() is pool and last_options is options:
-            return last_state
-        tenant = _tenant(conn)
-        tenants = self._states.get(pool)
-        state = None if tenants is None else tenants.get(tenant)
-        if state is None:
-            with self._states_lock:
-                build = _BLOCK_STATEMENTS.get(dialect_key(conn.dialect))
-                state = self._states.setdefault(pool, {}).setdefault(tenant, _Block(build))
-        self._last = (weakref.ref(pool), options, state)
-        return state
-
     def _new_counter(self) -> TableSequence:
         # batch_size 1: in the inserting transaction, gapless, as before. A
         # block handed out across transactions must be committed on its own,
@@ -527,27 +482,11 @@ class BitReversedSequence(BitReversed):
             return TableSequence(
                 self.name, mode="in_transaction", start=self.start_with_counter, table=self.table
             )
-        return TableSequence(
-            self.name,
-            mode="batch",
-            batch_size=self.batch_size,
-            start=self.start_with_counter,
-            table=self.table,
-        )
-
-    def _forget_blocks(self) -> None:
-        self._last = _NO_LAST
-        self._states_lock = threading.Lock()
-        self._states = weakref.WeakKeyDictionary()
+        return batch_counter(self.name, self.batch_size, self.start_with_counter, self.table)
 
     def _forget_all(self) -> None:
-        self._forget_blocks()
+        self._blocks.forget()
         self.counter = self._new_counter()  # its blocks too
-
-    def _after_fork_in_child(self) -> None:
-        # The blocks are the parent's (it hands them out), and their locks may
-        # be held by threads this process does not have.
-        self._forget_blocks()
 
     # -- public API -----------------------------------------------------------------
 
@@ -558,13 +497,8 @@ class BitReversedSequence(BitReversed):
 
             order_id.next_value(engine)    # e.g. 855683929200394240
         """
-
-        class _Context:
-            def __init__(self, connection: sa.Connection) -> None:
-                self.connection = connection
-
-        with _begin(bind, "next_value") as conn:
-            return self(_Context(conn))
+        with begin(bind, "next_value") as conn:
+            return self._value(conn)
 
     def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> None:
         """Create the sequence: native DDL, or (SQLite, MySQL) its sequences-table row.
@@ -577,7 +511,7 @@ class BitReversedSequence(BitReversed):
 
             order_id.create(engine, checkfirst=True)
         """
-        with _begin(bind, "create") as conn:
+        with begin(bind, "create") as conn:
             if self._native(conn.dialect):
                 self.sequence.create(conn, checkfirst=checkfirst)
             else:
@@ -592,7 +526,7 @@ class BitReversedSequence(BitReversed):
 
             order_id.drop(engine, checkfirst=True)
         """
-        with _begin(bind, "drop") as conn:
+        with begin(bind, "drop") as conn:
             if self._native(conn.dialect):
                 self.sequence.drop(conn, checkfirst=checkfirst)
             elif not checkfirst or sa.inspect(conn).has_table(self.table):
@@ -607,28 +541,6 @@ class BitReversedSequence(BitReversed):
             await order_id.next_value_async(async_engine)   # e.g. 855683929200394240
         """
         return await _aio.on_connection(bind, "next_value", self.next_value)
-
-    async def create_async(
-        self, bind: AsyncEngine | AsyncConnection, *, checkfirst: bool = False
-    ) -> None:
-        """Awaitable :meth:`create`: an AsyncEngine commits, an AsyncConnection joins.
-
-        Example::
-
-            await order_id.create_async(async_engine, checkfirst=True)
-        """
-        await _aio.on_connection(bind, "create", self.create, checkfirst=checkfirst)
-
-    async def drop_async(
-        self, bind: AsyncEngine | AsyncConnection, *, checkfirst: bool = False
-    ) -> None:
-        """Awaitable :meth:`drop`: an AsyncEngine commits, an AsyncConnection joins.
-
-        Example::
-
-            await order_id.drop_async(async_engine, checkfirst=True)
-        """
-        await _aio.on_connection(bind, "drop", self.drop, checkfirst=checkfirst)
 
     def attach(self, metadata: sa.MetaData) -> None:
         """Create and drop the sequence with ``metadata.create_all`` / ``drop_all``.

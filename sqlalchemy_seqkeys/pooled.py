@@ -75,11 +75,8 @@ MariaDB ``SETVAL``, which never moves back; the sequences table elsewhere).
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -89,7 +86,14 @@ from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.engine.mock import MockConnection
 from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence
 
-from sqlalchemy_seqkeys import _fork
+from sqlalchemy_seqkeys._blocks import (
+    AwaitableDDL,
+    BlockState,
+    BlockStore,
+    batch_counter,
+    begin,
+    connect,
+)
 from sqlalchemy_seqkeys._dialect import facts, incrementing_sequences
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.errors import (
@@ -110,7 +114,6 @@ from sqlalchemy_seqkeys.sequences.resync import (
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
     MAX_VALUE,
-    _tenant,
     check_name,
     drop_table_sequence,
     read_next_value,
@@ -247,13 +250,13 @@ def _ran_out(exc: sa.exc.DBAPIError) -> bool:
 # -- the blocks one process holds --------------------------------------------------
 
 
-class _Blocks:
+class _Blocks(BlockState):
     """The blocks of one pooled sequence on one database (pool) for one tenant."""
 
-    __slots__ = ("checked", "end", "floor", "lock", "next", "spares")
+    __slots__ = ("checked", "end", "floor", "next", "spares")
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        super().__init__()
         self.next = 0
         self.end = 0  # next .. end-1 are this process's to hand out
         #: blocks fetched while another thread installed one first: used next
@@ -264,31 +267,11 @@ class _Blocks:
         self.checked = False
 
 
-#: no (pool, options) seen yet: (a dead weak reference, options, blocks)
-_NO_LAST: tuple[Callable[[], object], object, _Blocks | None] = (lambda: None, None, None)
+def _new_blocks(dialect: sa.Dialect) -> _Blocks | None:
+    return _Blocks() if incrementing_sequences(dialect) else None
 
 
-@contextlib.contextmanager
-def _begin(bind: sa.Engine | sa.Connection, what: str) -> Iterator[sa.Connection]:
-    _aio.check_sync_bind(bind, what)
-    if isinstance(bind, sa.Engine):
-        with bind.begin() as conn:
-            yield conn
-    else:
-        yield bind
-
-
-@contextlib.contextmanager
-def _connect(bind: sa.Engine | sa.Connection, what: str) -> Iterator[sa.Connection]:
-    _aio.check_sync_bind(bind, what)
-    if isinstance(bind, sa.Engine):
-        with bind.connect() as conn:
-            yield conn
-    else:
-        yield bind
-
-
-class PooledSequence:
+class PooledSequence(AwaitableDDL):
     """A pooled native sequence (pooled-lo); use it as a column default.
 
     Made by :func:`pooled_sequence`, which documents it. ``sequence`` is the
@@ -350,10 +333,8 @@ class PooledSequence:
             name, start=self.start, increment=self.allocation_size, schema=schema
         )
         self._select_next = sa.select(self.sequence.next_value())
-        #: the (pool, options) of the last call and their blocks: the common case
-        self._last: tuple[Callable[[], object], object, _Blocks | None] = _NO_LAST
-        self._forget_blocks()
-        _fork.register(self)
+        #: per pool and tenant; None where the engine has no such sequence
+        self._blocks = BlockStore(_new_blocks)
         if metadata is not None:
             self.attach(metadata)
 
@@ -366,7 +347,7 @@ class PooledSequence:
     def __call__(self, context: DefaultExecutionContext) -> int:
         """The column default: one key for the row being inserted."""
         conn = context.connection
-        state = self._blocks_of(conn)
+        state = self._blocks.of(conn)
         if state is None:
             return self.fallback(context)
         return self._take(conn, state)
@@ -379,8 +360,8 @@ class PooledSequence:
             order_id.next_value(engine)   # e.g. 101
         """
         # on a connection: a dialect learns what the server has when it connects
-        with _connect(bind, "next_value") as conn:
-            state = self._blocks_of(conn)
+        with connect(bind, "next_value") as conn:
+            state = self._blocks.of(conn)
             if state is None:
                 return self.fallback.next_value(conn)
             return self._take(conn, state)
@@ -393,8 +374,8 @@ class PooledSequence:
             order_id.next_values(engine, 3)   # e.g. [101, 102, 103]
         """
         check_int(n, "n", InvalidSequenceError, min=0, max=MAX_ALLOCATION_SIZE)
-        with _connect(bind, "next_values") as conn:
-            state = self._blocks_of(conn)
+        with connect(bind, "next_values") as conn:
+            state = self._blocks.of(conn)
             if state is None:
                 return self.fallback.next_values(conn, n)
             return [self._take(conn, state) for _ in range(n)]
@@ -409,7 +390,7 @@ class PooledSequence:
 
             order_id.create(engine, checkfirst=True)
         """
-        with _begin(bind, "create") as conn:
+        with begin(bind, "create") as conn:
             if incrementing_sequences(conn.dialect):
                 self.sequence.create(conn, checkfirst=checkfirst)
             else:
@@ -424,7 +405,7 @@ class PooledSequence:
 
             order_id.drop(engine, checkfirst=True)
         """
-        with _begin(bind, "drop") as conn:
+        with begin(bind, "drop") as conn:
             if incrementing_sequences(conn.dialect):
                 self.sequence.drop(conn, checkfirst=checkfirst)
             elif not checkfirst or sa.inspect(conn).has_table(self.table):
@@ -494,43 +475,7 @@ class PooledSequence:
         check_int(n, "n", InvalidSequenceError, min=0, max=MAX_ALLOCATION_SIZE)
         return await _aio.on_engine(bind, "next_values", self.next_values, n)
 
-    async def create_async(
-        self, bind: AsyncEngine | AsyncConnection, *, checkfirst: bool = False
-    ) -> None:
-        """Awaitable :meth:`create`: an AsyncEngine commits, an AsyncConnection joins.
-
-        Example::
-
-            await order_id.create_async(async_engine, checkfirst=True)
-        """
-        await _aio.on_connection(bind, "create", self.create, checkfirst=checkfirst)
-
-    async def drop_async(
-        self, bind: AsyncEngine | AsyncConnection, *, checkfirst: bool = False
-    ) -> None:
-        """Awaitable :meth:`drop`: an AsyncEngine commits, an AsyncConnection joins.
-
-        Example::
-
-            await order_id.drop_async(async_engine, checkfirst=True)
-        """
-        await _aio.on_connection(bind, "drop", self.drop, checkfirst=checkfirst)
-
     # -- blocks -------------------------------------------------------------------
-
-    def _blocks_of(self, conn: sa.Connection) -> _Blocks | None:
-        """This process's blocks for ``conn``'s database and tenant; None: no native sequence."""
-        _fork.forked()  # libc fork(): no hook ran; start afresh
-        pool = conn.engine.pool
-        # Connections share their engine's options object until given their own:
-        # the common case is one identity check, not a tenant and a lookup.
-        options = conn.get_execution_options()
-        last_pool, last_options, last_state = self._last
-        if last_pool() is pool and last_options is options:
-            return last_state
-        state = self._state(conn) if incrementing_sequences(conn.dialect) else None
-        self._last = (weakref.ref(pool), options, state)
-        return state
 
     def _take(self, conn: sa.Connection, state: _Blocks) -> int:
         """One key from ``state``'s blocks; a ``nextval`` on ``conn`` when they are used up."""
@@ -618,41 +563,12 @@ class PooledSequence:
                 f"ALTER SEQUENCE {self.name} NO CYCLE"
             )
 
-    def _state(self, conn: sa.Connection) -> _Blocks:
-        pool = conn.engine.pool
-        tenant = _tenant(conn)
-        tenants = self._states.get(pool)
-        state = None if tenants is None else tenants.get(tenant)
-        if state is None:
-            with self._states_lock:
-                state = self._states.setdefault(pool, {}).setdefault(tenant, _Blocks())
-        return state
-
     def _new_fallback(self) -> TableSequence:
-        return TableSequence(
-            self.name,
-            mode="batch",
-            batch_size=self.allocation_size,
-            start=self.start,
-            table=self.table,
-        )
-
-    def _forget_blocks(self) -> None:
-        self._last = _NO_LAST
-        self._states_lock = threading.Lock()
-        # pool -> tenant (schema_translate_map, or None) -> blocks
-        self._states: weakref.WeakKeyDictionary[sa.pool.Pool, dict[object, _Blocks]] = (
-            weakref.WeakKeyDictionary()
-        )
+        return batch_counter(self.name, self.allocation_size, self.start, self.table)
 
     def _forget_all(self) -> None:
-        self._forget_blocks()
+        self._blocks.forget()
         self.fallback = self._new_fallback()  # its blocks too
-
-    def _after_fork_in_child(self) -> None:
-        # The blocks are the parent's (it hands them out), their locks may be
-        # held by threads this process does not have.
-        self._forget_blocks()
 
 
 def pooled_sequence(
@@ -882,7 +798,7 @@ def resync_pooled_sequence(
     """
     check_name(name)
     _highest(table, column, schema)  # bad arguments, before any I/O
-    with _begin(bind, "resync_pooled_sequence") as conn:
+    with begin(bind, "resync_pooled_sequence") as conn:
         return _resync(conn, name, table, column, schema, sequence_schema, sequences_table)
 
 

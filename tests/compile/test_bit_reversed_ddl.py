@@ -11,6 +11,7 @@ from sqlalchemy.dialects import mssql, oracle, postgresql
 from sqlalchemy.schema import CreateSequence, DropSequence
 
 from sqlalchemy_seqkeys import InvalidBitReversalError, bit_reversed_sequence
+from sqlalchemy_seqkeys._dialect import bit_reversed_block
 from sqlalchemy_seqkeys.bitreverse import _BLOCK_STATEMENTS, _mariadb_recursive_block
 
 
@@ -130,20 +131,20 @@ BLOCKS = {
 @pytest.mark.parametrize("name", list(BLOCKS))
 def test_block_statements(name: str) -> None:
     dialect = DIALECTS[name]()
-    build = _BLOCK_STATEMENTS[dialect.name.partition("+")[0]]
+    build = _BLOCK_STATEMENTS[bit_reversed_block(dialect)]
     statement = build(SEQUENCE.sequence, 7)
     assert " ".join(str(statement.compile(dialect=dialect)).split()) == BLOCKS[name]
 
 
 def test_oracle_and_sql_server_take_one_value_per_statement() -> None:
     # no block statement verified on them here: blocks are filled one value at a time
-    assert "oracle" not in _BLOCK_STATEMENTS
-    assert "mssql" not in _BLOCK_STATEMENTS
+    assert bit_reversed_block("oracle") is None
+    assert bit_reversed_block("mssql") is None
 
 
 def test_spanner_fetches_at_most_10000_per_statement() -> None:
     # the emulator refuses GENERATE_ARRAY past 16,000 elements
-    statement = _BLOCK_STATEMENTS["spanner"](SEQUENCE.sequence, 2**20)
+    statement = _BLOCK_STATEMENTS[bit_reversed_block("spanner")](SEQUENCE.sequence, 2**20)
     params = statement.compile(dialect=spanner_dialect()).params
     assert sorted(params.values()) == [1, 10_000]
 
@@ -151,7 +152,9 @@ def test_spanner_fetches_at_most_10000_per_statement() -> None:
 def test_mariadb_without_the_sequence_engine_and_a_schema() -> None:
     sequence = bit_reversed_sequence("order_id", schema="shop").sequence
     dialect = mariadb_dialect()
-    block = str(_BLOCK_STATEMENTS["mariadb"](sequence, 7).compile(dialect=dialect))
+    block = str(
+        _BLOCK_STATEMENTS[bit_reversed_block(dialect)](sequence, 7).compile(dialect=dialect)
+    )
     assert " ".join(block.split()) == (
         "SELECT nextval(shop.order_id) AS next_value_1 FROM shop.seq_1_to_7"
     )
