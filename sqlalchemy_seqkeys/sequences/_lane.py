@@ -36,13 +36,14 @@ import asyncio
 import os
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.util import concurrency as _concurrency
 
 from sqlalchemy_seqkeys import _fork
+from sqlalchemy_seqkeys._aio import await_, in_greenlet
 from sqlalchemy_seqkeys.errors import InvalidSequenceError, SequenceAllocationError
 
 __all__ = [
@@ -53,28 +54,13 @@ __all__ = [
     "lane_for",
     "shares_one_connection",
     "sleep",
+    "twin_engine",
     "wait",
 ]
 
 T = TypeVar("T")
 
-#: SQLAlchemy 2.1 names it await_; 2.0 await_only (deprecated from 2.2)
-await_: Callable[[Awaitable[Any]], Any] = (
-    getattr(_concurrency, "await_", None) or _concurrency.await_only
-)
 greenlet_spawn = _concurrency.greenlet_spawn
-
-
-def _in_greenlet() -> bool:
-    # what sqlalchemy.util.concurrency.in_greenlet() reads (not in every 2.0 release)
-    try:
-        import greenlet
-    except ImportError:  # no greenlet, no asyncio engine
-        return False
-    return bool(getattr(greenlet.getcurrent(), "__sqlalchemy_greenlet_provider__", False))
-
-
-in_greenlet: Callable[[], bool] = getattr(_concurrency, "in_greenlet", None) or _in_greenlet
 
 _NOT_IN_GREENLET = (
     "an asyncio engine's values are taken on its event loop, inside SQLAlchemy's greenlet; "
@@ -93,6 +79,13 @@ _SHARED_POOLS = (sa.pool.StaticPool, sa.pool.SingletonThreadPool)
 def shares_one_connection(engine: sa.Engine) -> bool:
     """True where every checkout is the same connection (in-memory SQLite): no lane there."""
     return isinstance(engine.pool, _SHARED_POOLS)
+
+
+def twin_engine(engine: sa.Engine) -> sa.Engine:
+    """An Engine over a twin of ``engine``'s pool: the same creator, settings, pool events
+    and dialect (``Pool.recreate()``), and connections of its own."""
+    settings = {name: getattr(engine, name) for name in ("logging_name", "echo", "hide_parameters")}
+    return sa.engine.Engine(engine.pool.recreate(), engine.dialect, engine.url, **settings)
 
 
 def sleep(seconds: float) -> None:
@@ -116,14 +109,7 @@ class Lane:
     def __init__(self, root: sa.Engine, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.pid = os.getpid()
-        self.engine = sa.engine.Engine(
-            root.pool.recreate(),
-            root.dialect,
-            root.url,
-            logging_name=root.logging_name,
-            echo=root.echo,
-            hide_parameters=root.hide_parameters,
-        )
+        self.engine = twin_engine(root)
         self.closed = False
         #: round trips and refills under way; cancelled and awaited by aclose()
         self.tasks: set[asyncio.Task[Any]] = set()
