@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -481,16 +482,21 @@ def test_a_connection_killed_during_an_allocation_is_retried(
     create_table_sequence(server_db.sync, name)
     sequence = TableSequence(name, mode=mode, batch_size=20, low_watermark=5)
     kills: list[str] = []
+    kill_seconds: list[float] = []
 
     def kill_first_allocation(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         if conn.dialect.is_async and statement.startswith("UPDATE sequences") and not kills:
             kills.append(statement)
+            started = time.perf_counter()
+            # the test's own KILL runs on a sync connection, on the loop's thread
             _kill(server_db.sync, conn.connection.driver_connection)
+            kill_seconds.append(time.perf_counter() - started)
 
     async def body(engine: AsyncEngine) -> list[int]:
         async with LoopTicker() as ticker:
             values = await sequence.next_values_async(engine, 60)
-        assert ticker.max_late < 0.1, ticker
+        # the loop may stand still while the test kills the connection, never longer
+        assert ticker.max_late < 0.1 + sum(kill_seconds), (ticker, kill_seconds)
         return values
 
     sa.event.listen(sa.engine.Engine, "before_cursor_execute", kill_first_allocation)
