@@ -66,7 +66,7 @@ from sqlalchemy_seqkeys.workers import MARK_COLUMN
 if TYPE_CHECKING:  # not at run time: Alembic loads the plugin while importing this
     from alembic.autogenerate.api import AutogenContext
 
-__all__ = ["column_defaults", "declared_sequences", "render_item"]
+__all__ = ["declared_objects", "declared_sequences", "render_item"]
 
 _SEQUENCES_COLUMNS = {"name", "next_value"}
 _WORKERS_COLUMNS = {"worker_id", "owner", "expires_at"}  # and high_water_ms, from 0.2
@@ -82,24 +82,27 @@ def metadatas_of(autogen_context: AutogenContext) -> list[sa.MetaData]:
     return list(metadata)
 
 
-def column_defaults(metadata: sa.MetaData) -> Iterator[object]:
-    """What the column defaults of ``metadata`` hold: each one's callable and its argument.
+def declared_objects(metadatas: Iterable[sa.MetaData], info_key: str) -> Iterator[object]:
+    """What the models declare: per MetaData, what ``metadata.info[info_key]`` holds
+    (sequences attached with ``metadata=``), then each column default's callable and argument.
 
     Example::
 
         >>> md = sa.MetaData()
         >>> t = sa.Table("t", md, sa.Column("n", sa.Integer, default=7))
-        >>> list(column_defaults(md))
+        >>> list(declared_objects([md], "seqkeys_pooled"))
         [7]
     """
-    for table in metadata.tables.values():
-        for column in table.columns:
-            for found in (
-                getattr(column.default, "_fn", None),  # SQLAlchemy may wrap the callable
-                getattr(column.default, "arg", None),
-            ):
-                if found is not None:
-                    yield found
+    for metadata in metadatas:
+        yield from metadata.info.get(info_key, {}).values()
+        for table in metadata.tables.values():
+            for column in table.columns:
+                for found in (
+                    getattr(column.default, "_fn", None),  # SQLAlchemy may wrap the callable
+                    getattr(column.default, "arg", None),
+                ):
+                    if found is not None:
+                        yield found
 
 
 def row_exists(conn: sa.Connection, existing_tables: set[str], table: str, name: str) -> bool:
@@ -127,17 +130,14 @@ def declared_sequences(
     """
     table_sequences: dict[tuple[str, str], int] = {}
     bit_reversed: dict[str, BitReversedSequence] = {}
-    for metadata in metadatas:
-        for found in metadata.info.get("seqkeys_bit_reversed", {}).values():
+    for found in declared_objects(metadatas, "seqkeys_bit_reversed"):
+        if isinstance(found, BitReversedSequence):
             bit_reversed[found.name] = found
-        for arg in column_defaults(metadata):
-            if isinstance(arg, BitReversedSequence):
-                bit_reversed[arg.name] = arg
-                continue
-            if isinstance(arg, BitReversed):
-                arg = arg.source
-            if isinstance(arg, TableSequence):
-                table_sequences[(arg.table, arg.name)] = arg.start
+            continue
+        if isinstance(found, BitReversed):
+            found = found.source
+        if isinstance(found, TableSequence):
+            table_sequences[(found.table, found.name)] = found.start
     return table_sequences, bit_reversed
 
 

@@ -440,25 +440,21 @@ class _SequenceOp(_SeqKeysOp):
 
     name: str
     table: str
-
-    def native(self, dialect: sa.Dialect) -> bool:
-        """Whether the sequence is a native one on ``dialect``."""
-        raise NotImplementedError
-
-    def first_value(self) -> int:
-        """The row's ``next_value`` where the sequence is a row."""
-        raise NotImplementedError
-
-    def sequence_object(self) -> sa.Sequence:
-        raise NotImplementedError
+    #: the column default it is for; its ``sequence`` is the native one
+    sequence: Any
+    #: whether the sequence is a native one on a dialect
+    native: ClassVar[Callable[[sa.Dialect], bool]]
+    #: the field whose value the row's ``next_value`` starts at
+    first_value: ClassVar[str]
 
 
 def create_sequence(operations: Operations, operation: _SequenceOp) -> None:
     """Implementation of every ``op.create_..._sequence`` with a native form."""
-    if not operation.native(operations.get_context().dialect):
-        _insert_row(operations, operation.table, operation.name, operation.first_value())
+    if not type(operation).native(operations.get_context().dialect):
+        first = getattr(operation, operation.first_value)
+        _insert_row(operations, operation.table, operation.name, first)
         return
-    sequence = operation.sequence_object()
+    sequence: sa.Sequence = operation.sequence.sequence
     conn = _connection(operations)
     if conn is not None and sa.inspect(conn).has_sequence(sequence.name, sequence.schema):
         raise MigrationError(f"a sequence {operation.name!r} already exists; nothing was created")
@@ -467,10 +463,10 @@ def create_sequence(operations: Operations, operation: _SequenceOp) -> None:
 
 def drop_sequence(operations: Operations, operation: _SequenceOp) -> None:
     """Implementation of every ``op.drop_..._sequence`` with a native form."""
-    if not operation.native(operations.get_context().dialect):
+    if not type(operation).native(operations.get_context().dialect):
         _delete_row(operations, operation.table, operation.name)
         return
-    sequence = operation.sequence_object()
+    sequence: sa.Sequence = operation.sequence.sequence
     conn = _connection(operations)
     if conn is not None and not sa.inspect(conn).has_sequence(sequence.name, sequence.schema):
         raise MigrationError(
@@ -488,6 +484,8 @@ class _BitReversedOp(_SequenceOp):
     sequence: BitReversedSequence = field(init=False, repr=False)
 
     always = ("start_with_counter",)
+    native = native_sequences
+    first_value = "start_with_counter"
 
     def __post_init__(self) -> None:
         # validates like the column default does, with the same messages
@@ -498,15 +496,6 @@ class _BitReversedOp(_SequenceOp):
             table=self.table,
         )
         self.skip_range = self.sequence.skip_range
-
-    def native(self, dialect: sa.Dialect) -> bool:
-        return native_sequences(dialect)
-
-    def first_value(self) -> int:
-        return self.start_with_counter
-
-    def sequence_object(self) -> sa.Sequence:
-        return self.sequence.sequence
 
 
 class CreateBitReversedSequenceOp(_BitReversedOp, op_name="create_bit_reversed_sequence"):
@@ -622,7 +611,19 @@ def _make_case_insensitive(
 
 
 @dataclass(eq=False)
-class ResyncTableSequenceOp(_SeqKeysOp, op_name="resync_table_sequence"):
+class _ResyncOp(_SeqKeysOp):
+    """Moves a sequence past ``MAX(column)`` of table ``table_name`` (no reverse)."""
+
+    name: str
+    table_name: str
+    column: str
+    schema: str | None = None
+
+    positional = 3
+
+
+@dataclass(eq=False)
+class ResyncTableSequenceOp(_ResyncOp, op_name="resync_table_sequence"):
     """Move a table sequence past ``MAX(column)`` of a table, never backwards.
 
     For a migration that imports rows with their keys. See
@@ -634,14 +635,9 @@ class ResyncTableSequenceOp(_SeqKeysOp, op_name="resync_table_sequence"):
         op.resync_table_sequence("invoice_id", "invoices", "id")
     """
 
-    name: str
-    table_name: str
-    column: str
-    schema: str | None = None
     sequences_table: str = DEFAULT_TABLE
     statement: sa.Update = field(init=False, repr=False)
 
-    positional = 3
     keyword_only = ("schema", "sequences_table")
 
     def __post_init__(self) -> None:

@@ -45,13 +45,13 @@ from alembic.operations import ops as alembic_ops
 from alembic.util import PriorityDispatchResult
 
 from sqlalchemy_seqkeys._dialect import incrementing_sequences
-from sqlalchemy_seqkeys.alembic.autogen import column_defaults, metadatas_of, row_exists
+from sqlalchemy_seqkeys.alembic.autogen import declared_objects, metadatas_of, row_exists
 from sqlalchemy_seqkeys.alembic.ops import (
     CreateSequencesTableOp,
     ResyncTableSequenceOp,
     _connection,
     _require_source,
-    _SeqKeysOp,
+    _ResyncOp,
     _SequenceOp,
     create_sequence,
     drop_sequence,
@@ -59,7 +59,6 @@ from sqlalchemy_seqkeys.alembic.ops import (
 )
 from sqlalchemy_seqkeys.errors import MigrationError
 from sqlalchemy_seqkeys.pooled import PooledSequence, resync_pooled_statements
-from sqlalchemy_seqkeys.sequences.resync import resync_statement
 from sqlalchemy_seqkeys.sequences.table import DEFAULT_TABLE
 
 if TYPE_CHECKING:  # not at run time: Alembic loads the plugin while importing this
@@ -86,21 +85,14 @@ class _PooledOp(_SequenceOp):
     positional = 2
     always = ("allocation_size",)
     keyword_only = ("schema", "table")
+    native = incrementing_sequences
+    first_value = "start"
 
     def __post_init__(self) -> None:
         # validates like the column default does, with the same messages
         self.sequence = PooledSequence(
             self.name, self.allocation_size, start=self.start, schema=self.schema, table=self.table
         )
-
-    def native(self, dialect: sa.Dialect) -> bool:
-        return incrementing_sequences(dialect)
-
-    def first_value(self) -> int:
-        return self.start
-
-    def sequence_object(self) -> sa.Sequence:
-        return self.sequence.sequence
 
 
 class CreatePooledSequenceOp(_PooledOp, op_name="create_pooled_sequence"):
@@ -131,7 +123,7 @@ implements(DropPooledSequenceOp)(drop_sequence)
 
 
 @dataclass(eq=False)
-class ResyncPooledSequenceOp(_SeqKeysOp, op_name="resync_pooled_sequence"):
+class ResyncPooledSequenceOp(_ResyncOp, op_name="resync_pooled_sequence"):
     """Move a pooled sequence to ``MAX(column) + 1`` of a table, never backwards.
 
     For a migration that imports rows with their keys. See
@@ -144,36 +136,25 @@ class ResyncPooledSequenceOp(_SeqKeysOp, op_name="resync_pooled_sequence"):
         op.resync_pooled_sequence("order_id", "orders", "id")
     """
 
-    name: str
-    table_name: str
-    column: str
-    schema: str | None = None
     sequence_schema: str | None = None
     sequences_table: str = DEFAULT_TABLE
+    #: the same where the sequence is a sequences-table row; validates the arguments
+    as_row: ResyncTableSequenceOp = field(init=False, repr=False)
 
-    positional = 3
     keyword_only = ("schema", "sequence_schema", "sequences_table")
 
     def __post_init__(self) -> None:
-        # validates the arguments, with the table sequences' messages
-        resync_statement(
-            self.name,
-            self.table_name,
-            self.column,
-            schema=self.schema,
-            sequences_table=self.sequences_table,
-        )
+        source = (self.name, self.table_name, self.column)
+        self.as_row = ResyncTableSequenceOp(*source, self.schema, self.sequences_table)
 
 
 @implements(ResyncPooledSequenceOp)
 def _resync_pooled(operations: Operations, operation: ResyncPooledSequenceOp) -> None:
     dialect = operations.get_context().dialect
-    source = (operation.name, operation.table_name, operation.column)
     if not incrementing_sequences(dialect):  # a sequences-table row: as a table sequence
-        operations.invoke(
-            ResyncTableSequenceOp(*source, operation.schema, operation.sequences_table)
-        )
+        operations.invoke(operation.as_row)
         return
+    source = (operation.name, operation.table_name, operation.column)
     statements = resync_pooled_statements(  # refuses engines it cannot resync on
         dialect, *source, schema=operation.schema, sequence_schema=operation.sequence_schema
     )
@@ -203,19 +184,12 @@ def declared_pooled_sequences(metadatas: Iterable[sa.MetaData]) -> dict[str, Poo
         >>> import sqlalchemy as sa
         >>> from sqlalchemy_seqkeys import pooled_sequence
         >>> md = sa.MetaData()
-        >>> t = sa.Table("t", md, sa.Column("id", sa.BigInteger, primary_key=True,
-        ...              default=pooled_sequence("t_id", 20)))
+        >>> order_id = pooled_sequence("order_id", 20, metadata=md)  # no column uses it yet
         >>> declared_pooled_sequences([md])
-        {'t_id': pooled_sequence('t_id', 20)}
+        {'order_id': pooled_sequence('order_id', 20)}
     """
-    found: dict[str, PooledSequence] = {}
-    for metadata in metadatas:
-        for sequence in metadata.info.get("seqkeys_pooled", {}).values():
-            found[sequence.name] = sequence
-        for candidate in column_defaults(metadata):
-            if isinstance(candidate, PooledSequence):
-                found[candidate.name] = candidate
-    return found
+    declared = declared_objects(metadatas, "seqkeys_pooled")
+    return {found.name: found for found in declared if isinstance(found, PooledSequence)}
 
 
 def _tables_created(upgrade_ops: alembic_ops.UpgradeOps) -> set[str]:
