@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from alembic.operations import MigrateOperation, Operations
@@ -104,7 +104,6 @@ __all__ = [
     "native_sequences",
 ]
 
-_Op = TypeVar("_Op", bound="_SeqKeysOp")
 _Implementation = Callable[[Operations, Any], None]
 
 #: every operation with its implementation; the plugin registers them with Alembic
@@ -296,7 +295,7 @@ class _TableOp(_SeqKeysOp):
     #: what to do instead when the name is taken
     instead: ClassVar[str]
 
-    def table(self) -> sa.Table:
+    def schema_table(self) -> sa.Table:
         raise NotImplementedError
 
 
@@ -307,7 +306,7 @@ class _SequencesTableOp(_TableOp):
     what = "sequences table"
     instead = "keep the sequences in another table: op.create_sequences_table('other_name')"
 
-    def table(self) -> sa.Table:
+    def schema_table(self) -> sa.Table:
         return sequences_table(sa.MetaData(), self.name)
 
 
@@ -341,7 +340,7 @@ class _WorkerLeaseTableOp(_TableOp):
         "WorkerLease(..., table=...)"
     )
 
-    def table(self) -> sa.Table:
+    def schema_table(self) -> sa.Table:
         return workers_table(sa.MetaData(), self.name)
 
 
@@ -375,7 +374,7 @@ def _create_table(operations: Operations, operation: _TableOp) -> None:
                 f"or {operation.instead}"
             )
         forget_exact_names(conn, operation.name)  # a sequences table asks again at first use
-    operations.impl.create_table(operation.table())
+    operations.impl.create_table(operation.schema_table())
 
 
 @implements(DropSequencesTableOp, DropWorkerLeaseTableOp)
@@ -383,7 +382,7 @@ def _drop_table(operations: Operations, operation: _TableOp) -> None:
     conn = _connection(operations)
     if conn is not None and not _has_table(conn, operation.name):
         raise MigrationError(f"there is no {operation.what} {operation.name!r} to drop")
-    operations.impl.drop_table(operation.table())
+    operations.impl.drop_table(operation.schema_table())
 
 
 # -- table sequences --------------------------------------------------------------
