@@ -307,8 +307,13 @@ _uuidv7_defaults_match_by_name = _server_defaults_alike(_both_uuidv7)
 # -- rendering ---------------------------------------------------------------------
 
 
+#: what a script needs for the names autogenerate writes (``sqlalchemy_seqkeys.types.CombGuid()``)
+IMPORT = "import sqlalchemy_seqkeys"
+
+
 def render_op(autogen_context: AutogenContext, op: _SeqKeysOp) -> str:
     """Alembic's renderer of every seqkeys operation: ``op.create_table_sequence(...)``."""
+    autogen_context.imports.add(IMPORT)
     return op.render()
 
 
@@ -316,7 +321,8 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
     """Alembic's ``render_item`` hook: shard columns render as ``spanner_shard_column(...)``,
     ``server_default=uuidv7()`` as itself (not as the SQL text of one dialect).
 
-    Everything else is left to Alembic (returns False).
+    A column type of this library (``sqlalchemy_seqkeys.types.CombGuid()``)
+    gets its import. Everything else is left to Alembic (returns False).
 
     Example::
 
@@ -327,12 +333,15 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
         and isinstance(obj, sa.DefaultClause)
         and isinstance(obj.arg, UuidV7)
     ):
-        autogen_context.imports.add("import sqlalchemy_seqkeys")
+        autogen_context.imports.add(IMPORT)
         return "sqlalchemy_seqkeys.uuidv7()"
+    if type_ == "type" and type(obj).__module__.startswith("sqlalchemy_seqkeys."):
+        autogen_context.imports.add(IMPORT)
+        return False
     if type_ == "column" and isinstance(obj, sa.Column):
         computed = obj.computed
         if isinstance(computed, _ShardComputed):
-            autogen_context.imports.add("import sqlalchemy_seqkeys")
+            autogen_context.imports.add(IMPORT)
             shard = computed.shard
             args = ", ".join(repr(c) for c in (obj.name, *shard.columns))
             extra = ", non_negative=True" if shard.non_negative else ""

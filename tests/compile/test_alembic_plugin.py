@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -38,10 +37,10 @@ PLUGINS = ["alembic.autogenerate.*", "seqkeys"]
 
 
 def test_the_entry_point_names_the_plugin_module() -> None:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["entry-points"]["alembic.plugins"] == {
-        "seqkeys": "sqlalchemy_seqkeys.alembic.plugin"
-    }
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    section = pyproject.split('[project.entry-points."alembic.plugins"]\n')[1].split("\n[")[0]
+    entries = [line for line in section.splitlines() if line and not line.startswith("#")]
+    assert entries == ['seqkeys = "sqlalchemy_seqkeys.alembic.plugin"']
     assert plugin.NAME == "seqkeys"
     assert callable(plugin.setup)
 
@@ -79,7 +78,9 @@ def test_setup_gives_a_plugin_the_comparators() -> None:
     other = Plugin("seqkeys_test_second_name")
     try:
         plugin.setup(other)  # registering the operations again would raise: it does not
-        registered = [fn for fns in other.autogenerate_comparators._registry.values() for fn, _ in fns]
+        registered = [
+            fn for fns in other.autogenerate_comparators._registry.values() for fn, _ in fns
+        ]
         assert len(registered) == len(plugin.COMPARATORS)
     finally:
         other.remove()
@@ -179,4 +180,5 @@ def test_what_autogenerate_writes_for_every_operation() -> None:
         "op.drop_pooled_sequence('p', 20, start=7, schema='s', table='my_sequences')",
     ]
     assert isinstance(upgrade[-2].reverse(), DropPooledSequenceOp)
-    assert "import sqlalchemy_seqkeys" not in code  # the plugin registers the operations
+    # the plugin registers the operations; the package's name is for the types it renders
+    assert "import sqlalchemy_seqkeys.alembic" not in code
