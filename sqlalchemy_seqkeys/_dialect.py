@@ -96,11 +96,11 @@ _FACTS: dict[str, DialectFacts] = {
         sequence_catalog="pg_sequence",
         sequence_resync="setval",
     ),
-    "mysql": DialectFacts(
+    "mysql": DialectFacts(  # MariaDB too (family counts it as MySQL)
         display_name="MySQL/MariaDB",
         guid_storage="ascii_char_binary",
         allocate_by="last_insert_id",
-        names_ignore_case=True,
+        names_ignore_case=True,  # 0.1's tables took the default collation; 0.2's are utf8mb4_bin
         sequence_catalog="sequence_row",
         sequence_resync="alter_restart",
     ),

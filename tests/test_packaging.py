@@ -4,7 +4,10 @@
   benchmark (``benchmarks/``, the old ``sqlalchemy_seqkeys/bench``, ``hotspots``).
 - Installed from that wheel into a fresh virtual environment with only the
   ``alembic`` extra, ``alembic init -t "$(seqkeys alembic-template)"``,
-  autogenerate, upgrade and ``alembic check`` work on SQLite.
+  autogenerate, upgrade and ``alembic check`` work on SQLite, through the
+  ``seqkeys`` Alembic plugin that the wheel's entry point publishes: a
+  migration script uses ``op.create_table_sequence`` without importing
+  anything of the library, and ``alembic check`` finds a missing sequence row.
 - ``import sqlalchemy_seqkeys`` imports nothing beyond SQLAlchemy and its own
   requirements: no Alembic, driver, plotting, Spanner or asyncio module.
 """
@@ -15,6 +18,7 @@ import importlib.metadata
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import zipfile
@@ -64,7 +68,7 @@ def test_wheel_holds_no_benchmark_code(wheel: Path) -> None:
     assert not found
 
 
-def _run(cwd: Path, env: dict[str, str], *command: str | Path) -> str:
+def _run(cwd: Path, env: dict[str, str], *command: str | Path, ok: bool = True) -> str:
     result = subprocess.run(
         [str(word) for word in command],
         cwd=cwd,
@@ -74,8 +78,25 @@ def _run(cwd: Path, env: dict[str, str], *command: str | Path) -> str:
         timeout=300,
         check=False,
     )
-    assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
+    assert (result.returncode == 0) is ok, f"{command}\n{result.stdout}\n{result.stderr}"
     return result.stdout + result.stderr
+
+
+#: a hand-written migration: the plugin, not an import, gives op its seqkeys operations
+EXTRA_MIGRATION = """\
+from alembic import op
+
+revision = "extra_sequence"
+down_revision = {down!r}
+
+
+def upgrade():
+    op.create_table_sequence("pkg_extra", start=5)
+
+
+def downgrade():
+    op.drop_table_sequence("pkg_extra", start=5)
+"""
 
 
 @pytest.mark.slow
@@ -99,8 +120,27 @@ def test_alembic_init_and_check_from_the_installed_wheel(wheel: Path, tmp_path: 
     _run(project, env, bin_dir / "alembic", "init", "-t", template, "migrations")
     revision = _run(project, env, bin_dir / "alembic", "revision", "--autogenerate", "-m", "init")
     assert "Detected added table 'mig_invoices'" in revision
+    (script,) = (project / "migrations" / "versions").glob("*.py")
+    text = script.read_text()
+    assert "op.create_table_sequence('mig_invoice_no', start=1000)" in text
+    assert "import sqlalchemy_seqkeys.alembic" not in text  # the plugin registers the operations
     _run(project, env, bin_dir / "alembic", "upgrade", "head")
     assert "No new upgrade operations detected" in _run(project, env, bin_dir / "alembic", "check")
+
+    head = text.split("revision: str = ")[1].split("\n")[0].strip("'\"")
+    extra = project / "migrations" / "versions" / "extra_sequence.py"
+    extra.write_text(EXTRA_MIGRATION.format(down=head))
+    _run(project, env, bin_dir / "alembic", "upgrade", "head")
+    db = sqlite3.connect(project / "app.db")
+    try:
+        found = db.execute("SELECT next_value FROM sequences WHERE name = 'pkg_extra'")
+        assert found.fetchall() == [(5,)]
+        db.execute("DELETE FROM sequences WHERE name = 'mig_invoice_no'")
+        db.commit()
+    finally:
+        db.close()
+    check = _run(project, env, bin_dir / "alembic", "check", ok=False)
+    assert "('CreateTableSequenceOp', 'mig_invoice_no')" in check
 
 
 def _allowed_distributions() -> set[str]:

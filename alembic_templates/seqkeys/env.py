@@ -1,9 +1,12 @@
 """Alembic environment from the sqlalchemy-seqkeys template.
 
-Loads the seqkeys operations and autogenerate hooks, compares the MetaData
-named by ``seqkeys_target_metadata`` in alembic.ini, and runs on SQLite (batch
-mode), PostgreSQL, MySQL/MariaDB and Spanner (no primary key on the version
-table, non-transactional DDL).
+Alembic loads the seqkeys plugin when it starts (the ``alembic.plugins`` entry
+point of sqlalchemy-seqkeys): the seqkeys operations on ``op``, and the
+autogenerate comparisons this file enables by naming the plugin in
+``autogenerate_plugins``. It compares the MetaData named by
+``seqkeys_target_metadata`` in alembic.ini, and runs on SQLite (batch mode),
+PostgreSQL, MySQL/MariaDB and Spanner (no primary key on the version table,
+non-transactional DDL).
 
 An async driver in the URL (``postgresql+asyncpg://``, ``postgresql+psycopg_async://``,
 ``sqlite+aiosqlite://``, ``mysql+asyncmy://``, ``mysql+aiomysql://``) is run as
@@ -57,6 +60,8 @@ def options(dialect_name: str) -> dict[str, Any]:
     """What every run configures, whatever the engine."""
     return {
         "target_metadata": target_metadata,
+        # Alembic's own comparisons, and the seqkeys tables, rows and sequences
+        "autogenerate_plugins": ["alembic.autogenerate.*", "seqkeys"],
         "render_item": sqlalchemy_seqkeys.alembic.render_item,
         "render_as_batch": dialect_name == "sqlite",  # SQLite alters tables by copying them
         "version_table_pk": not dialect_name.startswith("spanner"),

@@ -1,76 +1,62 @@
-"""Alembic support: operations on ``op``, autogenerate hooks, a Spanner impl, the template.
+"""Alembic support: operations on ``op``, autogenerate, a Spanner impl, the template.
 
-``import sqlalchemy_seqkeys.alembic`` (in ``env.py``, and at the top of
-migration scripts that use the operations) registers everything:
+The ``seqkeys`` Alembic plugin (:mod:`sqlalchemy_seqkeys.alembic.plugin`,
+published through the ``alembic.plugins`` entry point) registers, when
+Alembic starts:
 
 - the operations of :mod:`sqlalchemy_seqkeys.alembic.ops`
   (``op.create_sequences_table()``, ``op.create_table_sequence(...)``,
   ``op.create_bit_reversed_sequence(...)``, ``op.create_worker_lease_table()``
   and their ``drop_`` reverses; ``op.make_sequence_names_case_sensitive()``,
-  ``op.upgrade_worker_lease_table()`` and ``op.resync_table_sequence(...)``);
-- autogenerate comparisons and renderers (:mod:`sqlalchemy_seqkeys.alembic.autogen`);
+  ``op.upgrade_worker_lease_table()`` and ``op.resync_table_sequence(...)``)
+  and of :mod:`sqlalchemy_seqkeys.alembic.pooled_ops`;
+- autogenerate comparisons (:mod:`sqlalchemy_seqkeys.alembic.autogen`), which
+  ``env.py`` enables with ``autogenerate_plugins=[..., "seqkeys"]``;
 - an Alembic impl for ``spanner+spanner`` (:mod:`sqlalchemy_seqkeys.alembic.spanner`).
 
-:func:`template_path` is the ``seqkeys`` template for ``alembic init -t``;
-``seqkeys alembic-init DIR`` uses it.
+Importing this package registers nothing. A program that drives Alembic
+itself from a checkout that is not installed (no entry point) calls
+:func:`register`. :func:`render_item` renders shard columns and ``uuidv7()``
+defaults; :func:`template_path` is the ``seqkeys`` template for
+``alembic init -t``, which ``seqkeys alembic-init DIR`` uses.
 
-Example::
+Example (``env.py``)::
 
     import sqlalchemy_seqkeys.alembic
 
     context.configure(connection=connection, target_metadata=Base.metadata,
+                      autogenerate_plugins=["alembic.autogenerate.*", "seqkeys"],
                       render_item=sqlalchemy_seqkeys.alembic.render_item)
 """
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from sqlalchemy_seqkeys.errors import MissingExtraError
 
-try:
-    import alembic.operations  # noqa: F401 (only to say which extra is missing)
-except ImportError as exc:
+if importlib.util.find_spec("alembic") is None:
     raise MissingExtraError(
         "sqlalchemy_seqkeys.alembic needs Alembic: pip install 'sqlalchemy-seqkeys[alembic]'"
-    ) from exc
+    )
 
+# Alembic first: importing itself, it loads the seqkeys plugin, which imports
+# this package's modules (it must not find them half imported)
+import alembic  # noqa: F401
+
+from sqlalchemy_seqkeys.alembic import ops
+from sqlalchemy_seqkeys.alembic import plugin as plugin  # setup(), for Alembic
 from sqlalchemy_seqkeys.alembic import pooled_ops as pooled_ops  # op.*_pooled_sequence
 from sqlalchemy_seqkeys.alembic import spanner as spanner
 from sqlalchemy_seqkeys.alembic.autogen import declared_sequences, render_item
-from sqlalchemy_seqkeys.alembic.ops import (
-    CreateBitReversedSequenceOp,
-    CreateSequencesTableOp,
-    CreateTableSequenceOp,
-    CreateWorkerLeaseTableOp,
-    DowngradeWorkerLeaseTableOp,
-    DropBitReversedSequenceOp,
-    DropSequencesTableOp,
-    DropTableSequenceOp,
-    DropWorkerLeaseTableOp,
-    MakeSequenceNamesCaseInsensitiveOp,
-    MakeSequenceNamesCaseSensitiveOp,
-    ResyncTableSequenceOp,
-    UpgradeWorkerLeaseTableOp,
-    native_sequences,
-)
+from sqlalchemy_seqkeys.alembic.ops import *  # noqa: F403 (the operations are public here)
+from sqlalchemy_seqkeys.alembic.plugin import register
 
 __all__ = [
-    "CreateBitReversedSequenceOp",
-    "CreateSequencesTableOp",
-    "CreateTableSequenceOp",
-    "CreateWorkerLeaseTableOp",
-    "DowngradeWorkerLeaseTableOp",
-    "DropBitReversedSequenceOp",
-    "DropSequencesTableOp",
-    "DropTableSequenceOp",
-    "DropWorkerLeaseTableOp",
-    "MakeSequenceNamesCaseInsensitiveOp",
-    "MakeSequenceNamesCaseSensitiveOp",
-    "ResyncTableSequenceOp",
-    "UpgradeWorkerLeaseTableOp",
+    *ops.__all__,
     "declared_sequences",
-    "native_sequences",
+    "register",
     "render_item",
     "template_path",
 ]

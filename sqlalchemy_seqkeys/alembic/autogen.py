@@ -1,8 +1,8 @@
 """Autogenerate: find the seqkeys objects the models declare and the database lacks.
 
 ``alembic revision --autogenerate`` compares the models' metadata with the
-database. With :mod:`sqlalchemy_seqkeys.alembic` imported (the ``seqkeys``
-template's ``env.py`` does it), it also finds:
+database. With the seqkeys plugin enabled (``autogenerate_plugins`` names
+``"seqkeys"``, as the ``seqkeys`` template's ``env.py`` does), it also finds:
 
 - a missing sequences table or worker-lease table (rendered as
   ``op.create_sequences_table()`` / ``op.create_worker_lease_table()`` instead
@@ -30,58 +30,84 @@ Example (``env.py``)::
 
     import sqlalchemy_seqkeys.alembic
     context.configure(connection=connection, target_metadata=target_metadata,
+                      autogenerate_plugins=["alembic.autogenerate.*", "seqkeys"],
                       render_item=sqlalchemy_seqkeys.alembic.render_item)
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from alembic.autogenerate import comparators, renderers
-from alembic.autogenerate.api import AutogenContext
 from alembic.operations import ops
-from alembic.util import DispatchPriority, PriorityDispatchResult
+from alembic.util import PriorityDispatchResult
 
+from sqlalchemy_seqkeys._dialect import native_sequences
 from sqlalchemy_seqkeys.alembic.ops import (
     CreateBitReversedSequenceOp,
     CreateSequencesTableOp,
     CreateTableSequenceOp,
     CreateWorkerLeaseTableOp,
-    DowngradeWorkerLeaseTableOp,
-    DropBitReversedSequenceOp,
     DropSequencesTableOp,
-    DropTableSequenceOp,
     DropWorkerLeaseTableOp,
-    MakeSequenceNamesCaseInsensitiveOp,
     MakeSequenceNamesCaseSensitiveOp,
     UpgradeWorkerLeaseTableOp,
-    native_sequences,
+    _SeqKeysOp,
 )
 from sqlalchemy_seqkeys.bitreverse import BitReversed, BitReversedSequence
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
-from sqlalchemy_seqkeys.sequences.table import DEFAULT_TABLE, inexact_collation, read_next_value
+from sqlalchemy_seqkeys.sequences.table import inexact_collation, read_next_value
 from sqlalchemy_seqkeys.shard import _ShardComputed
 from sqlalchemy_seqkeys.uuid7_sql import UuidV7
-from sqlalchemy_seqkeys.workers import DEFAULT_TABLE as DEFAULT_WORKERS_TABLE
 from sqlalchemy_seqkeys.workers import MARK_COLUMN
 
-__all__ = ["declared_sequences", "render_item"]
+if TYPE_CHECKING:  # not at run time: Alembic loads the plugin while importing this
+    from alembic.autogenerate.api import AutogenContext
 
-IMPORT = "import sqlalchemy_seqkeys.alembic  # noqa: F401 (registers the seqkeys operations)"
+__all__ = ["declared_objects", "declared_sequences", "render_item"]
+
 _SEQUENCES_COLUMNS = {"name", "next_value"}
 _WORKERS_COLUMNS = {"worker_id", "owner", "expires_at"}  # and high_water_ms, from 0.2
 
 
-def _metadatas(autogen_context: AutogenContext) -> list[sa.MetaData]:
+def metadatas_of(autogen_context: AutogenContext) -> list[sa.MetaData]:
+    """The models' MetaData objects autogenerate compares (``target_metadata``)."""
     metadata = autogen_context.metadata
     if metadata is None:
         return []
     if isinstance(metadata, sa.MetaData):
         return [metadata]
     return list(metadata)
+
+
+def declared_objects(metadatas: Iterable[sa.MetaData], info_key: str) -> Iterator[object]:
+    """What the models declare: per MetaData, what ``metadata.info[info_key]`` holds
+    (sequences attached with ``metadata=``), then each column default's callable and argument.
+
+    Example::
+
+        >>> md = sa.MetaData()
+        >>> t = sa.Table("t", md, sa.Column("n", sa.Integer, default=7))
+        >>> list(declared_objects([md], "seqkeys_pooled"))
+        [7]
+    """
+    for metadata in metadatas:
+        yield from metadata.info.get(info_key, {}).values()
+        for table in metadata.tables.values():
+            for column in table.columns:
+                for found in (
+                    getattr(column.default, "_fn", None),  # SQLAlchemy may wrap the callable
+                    getattr(column.default, "arg", None),
+                ):
+                    if found is not None:
+                        yield found
+
+
+def row_exists(conn: sa.Connection, existing_tables: set[str], table: str, name: str) -> bool:
+    """Whether sequence ``name`` has its row in the sequences table ``table``."""
+    return table in existing_tables and read_next_value(conn, name, table=table) is not None
 
 
 def declared_sequences(
@@ -104,20 +130,14 @@ def declared_sequences(
     """
     table_sequences: dict[tuple[str, str], int] = {}
     bit_reversed: dict[str, BitReversedSequence] = {}
-    for metadata in metadatas:
-        for found in metadata.info.get("seqkeys_bit_reversed", {}).values():
+    for found in declared_objects(metadatas, "seqkeys_bit_reversed"):
+        if isinstance(found, BitReversedSequence):
             bit_reversed[found.name] = found
-        for table in metadata.tables.values():
-            for column in table.columns:
-                default = column.default
-                arg = getattr(default, "arg", None)
-                if isinstance(arg, BitReversedSequence):
-                    bit_reversed[arg.name] = arg
-                    continue
-                if isinstance(arg, BitReversed):
-                    arg = arg.source
-                if isinstance(arg, TableSequence):
-                    table_sequences[(arg.table, arg.name)] = arg.start
+            continue
+        if isinstance(found, BitReversed):
+            found = found.source
+        if isinstance(found, TableSequence):
+            table_sequences[(found.table, found.name)] = found.start
     return table_sequences, bit_reversed
 
 
@@ -166,15 +186,11 @@ def _drop_generic_add_column(upgrade_ops: ops.UpgradeOps, table: str, column: st
     upgrade_ops.ops[:] = kept
 
 
-def _row_exists(conn: sa.Connection, existing_tables: set[str], table: str, name: str) -> bool:
-    return table in existing_tables and read_next_value(conn, name, table=table) is not None
-
-
-@comparators.dispatch_for("schema", priority=DispatchPriority.LAST)
-def _compare_seqkeys(
+def compare_seqkeys(
     autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schemas: set[str | None]
 ) -> PriorityDispatchResult:
-    metadatas = _metadatas(autogen_context)
+    """Autogenerate: the seqkeys tables, rows and sequences the database lacks (see above)."""
+    metadatas = metadatas_of(autogen_context)
     conn = autogen_context.connection
     if not metadatas or conn is None or None not in schemas:
         return PriorityDispatchResult.CONTINUE
@@ -204,7 +220,7 @@ def _compare_seqkeys(
             upgrade_ops.ops.append(MakeSequenceNamesCaseSensitiveOp(table))
 
     for (table, name), start in sorted(table_sequences.items()):
-        if not _row_exists(conn, existing, table, name):
+        if not row_exists(conn, existing, table, name):
             upgrade_ops.ops.append(CreateTableSequenceOp(name, start, table))
 
     declared_workers = {
@@ -221,7 +237,7 @@ def _compare_seqkeys(
     sequence_names = set(inspector.get_sequence_names()) if native and bit_reversed else set()
     for name, sequence in sorted(bit_reversed.items()):
         exists = (
-            name in sequence_names if native else _row_exists(conn, existing, sequence.table, name)
+            name in sequence_names if native else row_exists(conn, existing, sequence.table, name)
         )
         if not exists:
             upgrade_ops.ops.append(
@@ -232,20 +248,31 @@ def _compare_seqkeys(
     return PriorityDispatchResult.CONTINUE
 
 
-@comparators.dispatch_for("column", subgroup="server_default", priority=DispatchPriority.FIRST)
-def _shard_columns_are_not_compared(
-    autogen_context: AutogenContext,
-    alter_column_op: ops.AlterColumnOp,
-    schema: str | None,
-    tname: str,
-    cname: str,
-    conn_col: sa.Column[Any],
-    metadata_col: sa.Column[Any],
-) -> PriorityDispatchResult:
+_Check = Callable[[sa.Column[Any], sa.Column[Any]], bool]
+
+
+def _server_defaults_alike(check: _Check) -> Callable[..., PriorityDispatchResult]:
+    """A ``("column", "server_default")`` comparator: no change where ``check(conn, model)``."""
+
+    def compare(
+        autogen_context: AutogenContext,
+        alter_column_op: ops.AlterColumnOp,
+        schema: str | None,
+        tname: str,
+        cname: str,
+        conn_col: sa.Column[Any],
+        metadata_col: sa.Column[Any],
+    ) -> PriorityDispatchResult:
+        if check(conn_col, metadata_col):
+            return PriorityDispatchResult.STOP
+        return PriorityDispatchResult.CONTINUE
+
+    return compare
+
+
+def _is_shard_column(conn_col: sa.Column[Any], metadata_col: sa.Column[Any]) -> bool:
     # generated on Spanner, plain elsewhere, and never altered: nothing to compare
-    if isinstance(metadata_col.computed, _ShardComputed):
-        return PriorityDispatchResult.STOP
-    return PriorityDispatchResult.CONTINUE
+    return isinstance(metadata_col.computed, _ShardComputed)
 
 
 #: what servers report for a uuidv7() default, normalised by _default_text
@@ -264,122 +291,38 @@ def _default_text(default: Any) -> str | None:
     return re.sub(r"^pg_catalog\.", "", text)
 
 
-@comparators.dispatch_for("column", subgroup="server_default", priority=DispatchPriority.FIRST)
-def _uuidv7_defaults_match_by_name(
-    autogen_context: AutogenContext,
-    alter_column_op: ops.AlterColumnOp,
-    schema: str | None,
-    tname: str,
-    cname: str,
-    conn_col: sa.Column[Any],
-    metadata_col: sa.Column[Any],
-) -> PriorityDispatchResult:
+def _both_uuidv7(conn_col: sa.Column[Any], metadata_col: sa.Column[Any]) -> bool:
     # MariaDB reports UUID_v7() as uuid_v7(), and Alembic compares the default
     # of a CHAR column as a quoted string: a false change without this.
     default = metadata_col.server_default
     if not (isinstance(default, sa.DefaultClause) and isinstance(default.arg, UuidV7)):
-        return PriorityDispatchResult.CONTINUE
-    if _default_text(conn_col.server_default) in _UUIDV7_DEFAULTS:
-        return PriorityDispatchResult.STOP
-    return PriorityDispatchResult.CONTINUE
+        return False
+    return _default_text(conn_col.server_default) in _UUIDV7_DEFAULTS
+
+
+_shard_columns_are_not_compared = _server_defaults_alike(_is_shard_column)
+_uuidv7_defaults_match_by_name = _server_defaults_alike(_both_uuidv7)
 
 
 # -- rendering ---------------------------------------------------------------------
 
 
-def _call(autogen_context: AutogenContext, name: str, *args: Any, **kwargs: Any) -> str:
+#: what a script needs for the names autogenerate writes (``sqlalchemy_seqkeys.types.CombGuid()``)
+IMPORT = "import sqlalchemy_seqkeys"
+
+
+def render_op(autogen_context: AutogenContext, op: _SeqKeysOp) -> str:
+    """Alembic's renderer of every seqkeys operation: ``op.create_table_sequence(...)``."""
     autogen_context.imports.add(IMPORT)
-    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
-    return f"op.{name}({', '.join(parts)})"
-
-
-def _table_kw(table: str, default: str) -> dict[str, str]:
-    return {} if table == default else {"table": table}
-
-
-#: The table operations: what each is called on ``op``, and its default table name.
-_TABLE_OPS: dict[type[ops.MigrateOperation], tuple[str, str]] = {
-    CreateSequencesTableOp: ("create_sequences_table", DEFAULT_TABLE),
-    DropSequencesTableOp: ("drop_sequences_table", DEFAULT_TABLE),
-    CreateWorkerLeaseTableOp: ("create_worker_lease_table", DEFAULT_WORKERS_TABLE),
-    DropWorkerLeaseTableOp: ("drop_worker_lease_table", DEFAULT_WORKERS_TABLE),
-}
-
-
-def _render_table_op(
-    ctx: AutogenContext,
-    op: CreateSequencesTableOp
-    | DropSequencesTableOp
-    | CreateWorkerLeaseTableOp
-    | DropWorkerLeaseTableOp,
-) -> str:
-    name, default = _TABLE_OPS[type(op)]
-    return _call(ctx, name, *([op.name] if op.name != default else []))
-
-
-for _table_op in _TABLE_OPS:
-    renderers.dispatch_for(_table_op)(_render_table_op)
-
-
-@renderers.dispatch_for(CreateTableSequenceOp)
-def _render_create_table_sequence(ctx: AutogenContext, op: CreateTableSequenceOp) -> str:
-    return _call(
-        ctx, "create_table_sequence", op.name, start=op.start, **_table_kw(op.table, DEFAULT_TABLE)
-    )
-
-
-@renderers.dispatch_for(DropTableSequenceOp)
-def _render_drop_table_sequence(ctx: AutogenContext, op: DropTableSequenceOp) -> str:
-    return _call(
-        ctx, "drop_table_sequence", op.name, start=op.start, **_table_kw(op.table, DEFAULT_TABLE)
-    )
-
-
-@renderers.dispatch_for(MakeSequenceNamesCaseSensitiveOp)
-def _render_case_sensitive(ctx: AutogenContext, op: MakeSequenceNamesCaseSensitiveOp) -> str:
-    args = [op.table] if op.table != DEFAULT_TABLE else []
-    return _call(ctx, "make_sequence_names_case_sensitive", *args)
-
-
-@renderers.dispatch_for(UpgradeWorkerLeaseTableOp)
-def _render_upgrade_workers(ctx: AutogenContext, op: UpgradeWorkerLeaseTableOp) -> str:
-    return _call(ctx, "upgrade_worker_lease_table", **_table_kw(op.table, DEFAULT_WORKERS_TABLE))
-
-
-@renderers.dispatch_for(DowngradeWorkerLeaseTableOp)
-def _render_downgrade_workers(ctx: AutogenContext, op: DowngradeWorkerLeaseTableOp) -> str:
-    return _call(ctx, "downgrade_worker_lease_table", **_table_kw(op.table, DEFAULT_WORKERS_TABLE))
-
-
-@renderers.dispatch_for(MakeSequenceNamesCaseInsensitiveOp)
-def _render_case_insensitive(ctx: AutogenContext, op: MakeSequenceNamesCaseInsensitiveOp) -> str:
-    args = [op.table] if op.table != DEFAULT_TABLE else []
-    return _call(ctx, "make_sequence_names_case_insensitive", *args)
-
-
-def _bit_reversed_kw(op: CreateBitReversedSequenceOp | DropBitReversedSequenceOp) -> dict[str, Any]:
-    kw: dict[str, Any] = {"start_with_counter": op.start_with_counter}
-    if op.skip_range is not None:
-        kw["skip_range"] = op.skip_range
-    kw.update(_table_kw(op.table, DEFAULT_TABLE))
-    return kw
-
-
-@renderers.dispatch_for(CreateBitReversedSequenceOp)
-def _render_create_bit_reversed(ctx: AutogenContext, op: CreateBitReversedSequenceOp) -> str:
-    return _call(ctx, "create_bit_reversed_sequence", op.name, **_bit_reversed_kw(op))
-
-
-@renderers.dispatch_for(DropBitReversedSequenceOp)
-def _render_drop_bit_reversed(ctx: AutogenContext, op: DropBitReversedSequenceOp) -> str:
-    return _call(ctx, "drop_bit_reversed_sequence", op.name, **_bit_reversed_kw(op))
+    return op.render()
 
 
 def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | bool:
     """Alembic's ``render_item`` hook: shard columns render as ``spanner_shard_column(...)``,
     ``server_default=uuidv7()`` as itself (not as the SQL text of one dialect).
 
-    Everything else is left to Alembic (returns False).
+    A column type of this library (``sqlalchemy_seqkeys.types.CombGuid()``)
+    gets its import. Everything else is left to Alembic (returns False).
 
     Example::
 
@@ -390,12 +333,15 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
         and isinstance(obj, sa.DefaultClause)
         and isinstance(obj.arg, UuidV7)
     ):
-        autogen_context.imports.add("import sqlalchemy_seqkeys")
+        autogen_context.imports.add(IMPORT)
         return "sqlalchemy_seqkeys.uuidv7()"
+    if type_ == "type" and type(obj).__module__.startswith("sqlalchemy_seqkeys."):
+        autogen_context.imports.add(IMPORT)
+        return False
     if type_ == "column" and isinstance(obj, sa.Column):
         computed = obj.computed
         if isinstance(computed, _ShardComputed):
-            autogen_context.imports.add("import sqlalchemy_seqkeys")
+            autogen_context.imports.add(IMPORT)
             shard = computed.shard
             args = ", ".join(repr(c) for c in (obj.name, *shard.columns))
             extra = ", non_negative=True" if shard.non_negative else ""

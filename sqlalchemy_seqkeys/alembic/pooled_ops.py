@@ -1,6 +1,6 @@
 """Alembic operations and autogenerate for pooled sequences (``pooled_sequence``).
 
-Importing this module registers, on Alembic's ``op``:
+The seqkeys Alembic plugin registers, on Alembic's ``op``:
 
 =================================================  ==========================================
 operation                                          what it does
@@ -26,8 +26,6 @@ where the engine needs the table and lacks it).
 
 Example (a migration script)::
 
-    import sqlalchemy_seqkeys.alembic  # noqa: F401  (registers the operations)
-
     def upgrade():
         op.create_pooled_sequence("order_id", 50)
 
@@ -38,102 +36,80 @@ Example (a migration script)::
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic.autogenerate import comparators, renderers
-from alembic.autogenerate.api import AutogenContext
 from alembic.operations import Operations
 from alembic.operations import ops as alembic_ops
-from alembic.util import DispatchPriority, PriorityDispatchResult
-from sqlalchemy.schema import CreateSequence, DropSequence
+from alembic.util import PriorityDispatchResult
 
 from sqlalchemy_seqkeys._dialect import incrementing_sequences
-from sqlalchemy_seqkeys.alembic.autogen import _call, _metadatas
+from sqlalchemy_seqkeys.alembic.autogen import declared_objects, metadatas_of, row_exists
 from sqlalchemy_seqkeys.alembic.ops import (
     CreateSequencesTableOp,
     ResyncTableSequenceOp,
     _connection,
-    _delete_row,
-    _insert_row,
-    _SeqKeysOp,
+    _require_source,
+    _ResyncOp,
+    _SequenceOp,
+    create_sequence,
+    drop_sequence,
+    implements,
 )
 from sqlalchemy_seqkeys.errors import MigrationError
 from sqlalchemy_seqkeys.pooled import PooledSequence, resync_pooled_statements
-from sqlalchemy_seqkeys.sequences.resync import resync_statement
-from sqlalchemy_seqkeys.sequences.table import DEFAULT_TABLE, read_next_value
+from sqlalchemy_seqkeys.sequences.table import DEFAULT_TABLE
+
+if TYPE_CHECKING:  # not at run time: Alembic loads the plugin while importing this
+    from alembic.autogenerate.api import AutogenContext
 
 __all__ = [
     "CreatePooledSequenceOp",
     "DropPooledSequenceOp",
     "ResyncPooledSequenceOp",
+    "compare_pooled_sequences",
     "declared_pooled_sequences",
 ]
 
 
-class _PooledOp(_SeqKeysOp):
-    def __init__(
-        self,
-        name: str,
-        allocation_size: int = 50,
-        start: int = 1,
-        schema: str | None = None,
-        table: str = DEFAULT_TABLE,
-    ) -> None:
+@dataclass(eq=False)
+class _PooledOp(_SequenceOp):
+    name: str
+    allocation_size: int = 50
+    start: int = 1
+    schema: str | None = None
+    table: str = DEFAULT_TABLE
+    sequence: PooledSequence = field(init=False, repr=False)
+
+    positional = 2
+    always = ("allocation_size",)
+    keyword_only = ("schema", "table")
+    native = incrementing_sequences
+    first_value = "start"
+
+    def __post_init__(self) -> None:
         # validates like the column default does, with the same messages
         self.sequence = PooledSequence(
-            name, allocation_size, start=start, schema=schema, table=table
+            self.name, self.allocation_size, start=self.start, schema=self.schema, table=self.table
         )
-        self.name = name
-        self.allocation_size = allocation_size
-        self.start = start
-        self.schema = schema
-        self.table = table
-
-    def arguments(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "allocation_size": self.allocation_size,
-            "start": self.start,
-            "schema": self.schema,
-            "table": self.table,
-        }
 
 
-@Operations.register_operation("create_pooled_sequence")
-class CreatePooledSequenceOp(_PooledOp):
-    """Create a pooled sequence: native ``INCREMENT BY allocation_size``, else a row.
+class CreatePooledSequenceOp(_PooledOp, op_name="create_pooled_sequence"):
+    """Create what :func:`~sqlalchemy_seqkeys.pooled_sequence` needs on this engine.
+
+    A native ``INCREMENT BY allocation_size`` sequence where the engine has
+    one, else a sequences-table row.
 
     Example::
 
         op.create_pooled_sequence("order_id", 50, start=1000)
     """
 
-    @classmethod
-    def create_pooled_sequence(
-        cls,
-        operations: Operations,
-        name: str,
-        allocation_size: int = 50,
-        start: int = 1,
-        *,
-        schema: str | None = None,
-        table: str = DEFAULT_TABLE,
-    ) -> None:
-        """Create what :func:`~sqlalchemy_seqkeys.pooled_sequence` needs on this engine.
 
-        Example::
-
-            op.create_pooled_sequence("order_id", 50)
-        """
-        operations.invoke(cls(name, allocation_size, start, schema, table))
-
-    def reverse(self) -> DropPooledSequenceOp:
-        return DropPooledSequenceOp(**self.arguments())
-
-
-@Operations.register_operation("drop_pooled_sequence")
-class DropPooledSequenceOp(_PooledOp):
+class DropPooledSequenceOp(
+    _PooledOp, op_name="drop_pooled_sequence", reverses=CreatePooledSequenceOp
+):
     """Drop a pooled sequence (its arguments are what a downgrade recreates).
 
     Example::
@@ -141,59 +117,13 @@ class DropPooledSequenceOp(_PooledOp):
         op.drop_pooled_sequence("order_id", 50)
     """
 
-    @classmethod
-    def drop_pooled_sequence(
-        cls,
-        operations: Operations,
-        name: str,
-        allocation_size: int = 50,
-        start: int = 1,
-        *,
-        schema: str | None = None,
-        table: str = DEFAULT_TABLE,
-    ) -> None:
-        """Drop the pooled sequence ``name`` (or delete its sequences-table row).
 
-        Example::
-
-            op.drop_pooled_sequence("order_id", 50)
-        """
-        operations.invoke(cls(name, allocation_size, start, schema, table))
-
-    def reverse(self) -> CreatePooledSequenceOp:
-        return CreatePooledSequenceOp(**self.arguments())
+implements(CreatePooledSequenceOp)(create_sequence)
+implements(DropPooledSequenceOp)(drop_sequence)
 
 
-def _has_sequence(conn: sa.Connection, name: str, schema: str | None) -> bool:
-    return bool(sa.inspect(conn).has_sequence(name, schema=schema))
-
-
-@Operations.implementation_for(CreatePooledSequenceOp)
-def _create_pooled(operations: Operations, operation: CreatePooledSequenceOp) -> None:
-    if not incrementing_sequences(operations.get_context().dialect):
-        _insert_row(operations, operation.table, operation.name, operation.start)
-        return
-    conn = _connection(operations)
-    if conn is not None and _has_sequence(conn, operation.name, operation.schema):
-        raise MigrationError(f"a sequence {operation.name!r} already exists; nothing was created")
-    operations.execute(CreateSequence(operation.sequence.sequence))
-
-
-@Operations.implementation_for(DropPooledSequenceOp)
-def _drop_pooled(operations: Operations, operation: DropPooledSequenceOp) -> None:
-    if not incrementing_sequences(operations.get_context().dialect):
-        _delete_row(operations, operation.table, operation.name)
-        return
-    conn = _connection(operations)
-    if conn is not None and not _has_sequence(conn, operation.name, operation.schema):
-        raise MigrationError(
-            f"there is no sequence {operation.name!r}, so there is nothing to drop"
-        )
-    operations.execute(DropSequence(operation.sequence.sequence))
-
-
-@Operations.register_operation("resync_pooled_sequence")
-class ResyncPooledSequenceOp(_SeqKeysOp):
+@dataclass(eq=False)
+class ResyncPooledSequenceOp(_ResyncOp, op_name="resync_pooled_sequence"):
     """Move a pooled sequence to ``MAX(column) + 1`` of a table, never backwards.
 
     For a migration that imports rows with their keys. See
@@ -206,80 +136,36 @@ class ResyncPooledSequenceOp(_SeqKeysOp):
         op.resync_pooled_sequence("order_id", "orders", "id")
     """
 
-    def __init__(
-        self,
-        name: str,
-        table_name: str,
-        column: str,
-        schema: str | None = None,
-        sequence_schema: str | None = None,
-        sequences_table: str = DEFAULT_TABLE,
-    ) -> None:
-        resync_statement(  # validates the arguments, with the table sequences' messages
-            name, table_name, column, schema=schema, sequences_table=sequences_table
-        )
-        self.name = name
-        self.table_name = table_name
-        self.column = column
-        self.schema = schema
-        self.sequence_schema = sequence_schema
-        self.sequences_table = sequences_table
+    sequence_schema: str | None = None
+    sequences_table: str = DEFAULT_TABLE
+    #: the same where the sequence is a sequences-table row; validates the arguments
+    as_row: ResyncTableSequenceOp = field(init=False, repr=False)
 
-    @classmethod
-    def resync_pooled_sequence(
-        cls,
-        operations: Operations,
-        name: str,
-        table_name: str,
-        column: str,
-        *,
-        schema: str | None = None,
-        sequence_schema: str | None = None,
-        sequences_table: str = DEFAULT_TABLE,
-    ) -> None:
-        """Move pooled sequence ``name`` past ``MAX(column)`` of ``table_name``.
+    keyword_only = ("schema", "sequence_schema", "sequences_table")
 
-        Example::
-
-            op.resync_pooled_sequence("order_id", "orders", "id")
-        """
-        operations.invoke(cls(name, table_name, column, schema, sequence_schema, sequences_table))
+    def __post_init__(self) -> None:
+        source = (self.name, self.table_name, self.column)
+        self.as_row = ResyncTableSequenceOp(*source, self.schema, self.sequences_table)
 
 
-@Operations.implementation_for(ResyncPooledSequenceOp)
+@implements(ResyncPooledSequenceOp)
 def _resync_pooled(operations: Operations, operation: ResyncPooledSequenceOp) -> None:
     dialect = operations.get_context().dialect
     if not incrementing_sequences(dialect):  # a sequences-table row: as a table sequence
-        operations.invoke(
-            ResyncTableSequenceOp(
-                operation.name,
-                operation.table_name,
-                operation.column,
-                operation.schema,
-                operation.sequences_table,
-            )
-        )
+        operations.invoke(operation.as_row)
         return
+    source = (operation.name, operation.table_name, operation.column)
     statements = resync_pooled_statements(  # refuses engines it cannot resync on
-        dialect,
-        operation.name,
-        operation.table_name,
-        operation.column,
-        schema=operation.schema,
-        sequence_schema=operation.sequence_schema,
+        dialect, *source, schema=operation.schema, sequence_schema=operation.sequence_schema
     )
     conn = _connection(operations)
     if conn is not None:
-        if not _has_sequence(conn, operation.name, operation.sequence_schema):
+        if not sa.inspect(conn).has_sequence(operation.name, operation.sequence_schema):
             raise MigrationError(
                 f"there is no sequence {operation.name!r} to resync; create it with "
                 f"op.create_pooled_sequence({operation.name!r}, ALLOCATION_SIZE) first"
             )
-        if not sa.inspect(conn).has_table(operation.table_name, schema=operation.schema):
-            raise MigrationError(
-                f"there is no table {operation.table_name!r} to resync sequence "
-                f"{operation.name!r} with"
-            )
+        _require_source(conn, operation.name, operation.table_name, operation.schema)
     for statement in statements:
         operations.execute(statement)
 
@@ -298,23 +184,12 @@ def declared_pooled_sequences(metadatas: Iterable[sa.MetaData]) -> dict[str, Poo
         >>> import sqlalchemy as sa
         >>> from sqlalchemy_seqkeys import pooled_sequence
         >>> md = sa.MetaData()
-        >>> t = sa.Table("t", md, sa.Column("id", sa.BigInteger, primary_key=True,
-        ...              default=pooled_sequence("t_id", 20)))
+        >>> order_id = pooled_sequence("order_id", 20, metadata=md)  # no column uses it yet
         >>> declared_pooled_sequences([md])
-        {'t_id': pooled_sequence('t_id', 20)}
+        {'order_id': pooled_sequence('order_id', 20)}
     """
-    found: dict[str, PooledSequence] = {}
-    for metadata in metadatas:
-        for sequence in metadata.info.get("seqkeys_pooled", {}).values():
-            found[sequence.name] = sequence
-        for table in metadata.tables.values():
-            for column in table.columns:
-                arg = getattr(column.default, "arg", None)
-                fn = getattr(column.default, "_fn", None)  # SQLAlchemy may wrap the callable
-                for candidate in (fn, arg):
-                    if isinstance(candidate, PooledSequence):
-                        found[candidate.name] = candidate
-    return found
+    declared = declared_objects(metadatas, "seqkeys_pooled")
+    return {found.name: found for found in declared if isinstance(found, PooledSequence)}
 
 
 def _tables_created(upgrade_ops: alembic_ops.UpgradeOps) -> set[str]:
@@ -327,7 +202,6 @@ def _tables_created(upgrade_ops: alembic_ops.UpgradeOps) -> set[str]:
     return created
 
 
-@comparators.dispatch_for("schema", priority=DispatchPriority.LAST)
 def compare_pooled_sequences(
     autogen_context: AutogenContext,
     upgrade_ops: alembic_ops.UpgradeOps,
@@ -335,15 +209,15 @@ def compare_pooled_sequences(
 ) -> PriorityDispatchResult:
     """Autogenerate: ``op.create_pooled_sequence(...)`` for each one the database lacks.
 
-    Registered on import. Sequences that exist are left alone, also when their
-    increment differs: the column default refuses those at run time, and
-    altering a live pooled sequence is not a change to generate.
+    Part of the seqkeys plugin. Sequences that exist are left alone, also when
+    their increment differs: the column default refuses those at run time,
+    and altering a live pooled sequence is not a change to generate.
 
-    Example::
+    Example (``env.py``)::
 
-        import sqlalchemy_seqkeys.alembic.pooled_ops  # registers it
+        context.configure(..., autogenerate_plugins=["alembic.autogenerate.*", "seqkeys"])
     """
-    metadatas = _metadatas(autogen_context)
+    metadatas = metadatas_of(autogen_context)
     conn = autogen_context.connection
     if not metadatas or conn is None or None not in schemas:
         return PriorityDispatchResult.CONTINUE
@@ -364,10 +238,7 @@ def compare_pooled_sequences(
                 names[sequence.schema] = set(inspector.get_sequence_names(schema=sequence.schema))
             exists = name in names[sequence.schema]
         else:
-            exists = (
-                sequence.table in existing_tables
-                and read_next_value(conn, name, table=sequence.table) is not None
-            )
+            exists = row_exists(conn, existing_tables, sequence.table, name)
         if not exists:
             upgrade_ops.ops.append(
                 CreatePooledSequenceOp(
@@ -375,36 +246,3 @@ def compare_pooled_sequences(
                 )
             )
     return PriorityDispatchResult.CONTINUE
-
-
-def _pooled_kw(op: _PooledOp) -> dict[str, Any]:
-    kw: dict[str, Any] = {}
-    if op.start != 1:
-        kw["start"] = op.start
-    if op.schema is not None:
-        kw["schema"] = op.schema
-    if op.table != DEFAULT_TABLE:
-        kw["table"] = op.table
-    return kw
-
-
-@renderers.dispatch_for(CreatePooledSequenceOp)
-def _render_create_pooled(ctx: AutogenContext, op: CreatePooledSequenceOp) -> str:
-    return _call(ctx, "create_pooled_sequence", op.name, op.allocation_size, **_pooled_kw(op))
-
-
-@renderers.dispatch_for(DropPooledSequenceOp)
-def _render_drop_pooled(ctx: AutogenContext, op: DropPooledSequenceOp) -> str:
-    return _call(ctx, "drop_pooled_sequence", op.name, op.allocation_size, **_pooled_kw(op))
-
-
-@renderers.dispatch_for(ResyncPooledSequenceOp)
-def _render_resync_pooled(ctx: AutogenContext, op: ResyncPooledSequenceOp) -> str:
-    kw: dict[str, Any] = {}
-    if op.schema is not None:
-        kw["schema"] = op.schema
-    if op.sequence_schema is not None:
-        kw["sequence_schema"] = op.sequence_schema
-    if op.sequences_table != DEFAULT_TABLE:
-        kw["sequences_table"] = op.sequences_table
-    return _call(ctx, "resync_pooled_sequence", op.name, op.table_name, op.column, **kw)

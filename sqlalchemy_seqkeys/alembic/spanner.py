@@ -6,9 +6,11 @@ sqlalchemy-spanner does not register one. Spanner's DDL is not transactional
 is off. The ``seqkeys`` template's ``env.py`` also creates the version table
 without a primary key (``version_table_pk=False``), as Spanner needs.
 
+The seqkeys plugin's setup calls :func:`register`.
+
 Example::
 
-    import sqlalchemy_seqkeys.alembic   # registers SpannerImpl if none is registered
+    from sqlalchemy_seqkeys.alembic.spanner import SpannerImpl
 """
 
 from __future__ import annotations
@@ -17,29 +19,34 @@ from typing import Any
 
 from alembic.ddl.impl import DefaultImpl, _impls
 
-__all__ = ["SpannerImpl"]
+__all__ = ["SpannerImpl", "register"]
 
 
-class _SpannerImpl(DefaultImpl):
-    """Alembic's view of Spanner: non-transactional DDL."""
+class SpannerImpl(DefaultImpl):
+    """Alembic's view of Spanner: non-transactional DDL.
+
+    :func:`register` makes it the impl of ``spanner+spanner``, unless the
+    application registered its own.
+
+    Example::
+
+        from sqlalchemy_seqkeys.alembic.spanner import SpannerImpl
+    """
 
     transactional_ddl = False
 
 
-if "spanner+spanner" not in _impls:
+def register() -> None:
+    """Register :class:`SpannerImpl` (where no impl is) and patch sqlalchemy-spanner's reflection.
 
-    class SpannerImpl(_SpannerImpl):
-        """Registered for ``spanner+spanner`` (unless the application registered its own).
+    Example::
 
-        Example::
-
-            from sqlalchemy_seqkeys.alembic.spanner import SpannerImpl
-        """
-
-        __dialect__ = "spanner+spanner"
-
-else:  # pragma: no cover - somebody registered one first; keep theirs
-    SpannerImpl = _impls["spanner+spanner"]  # type: ignore[assignment,misc]
+        sqlalchemy_seqkeys.alembic.spanner.register()
+    """
+    if "spanner+spanner" not in _impls:  # else somebody registered one first; keep theirs
+        SpannerImpl.__dialect__ = "spanner+spanner"
+        _impls["spanner+spanner"] = SpannerImpl
+    _patch_reflection()
 
 
 def _patch_reflection() -> None:
@@ -80,6 +87,3 @@ def _patch_reflection() -> None:
         return found
 
     SpannerDialect.get_multi_pk_constraint = multi_pk_constraint
-
-
-_patch_reflection()

@@ -117,8 +117,9 @@ def test_init_autogenerate_upgrade_use_downgrade(name: str, engines: Any, tmp_pa
         shutil.copy(MODELS, tmp_path / "models.py")
 
         script = the_script(tmp_path, alembic(tmp_path, url, "revision", "--autogenerate"))
+        # the seqkeys plugin registers the operations: the script imports nothing for them
+        assert "import sqlalchemy_seqkeys.alembic" not in script
         for expected in (
-            "import sqlalchemy_seqkeys.alembic",
             "op.create_sequences_table()",
             "op.create_worker_lease_table()",
             "op.create_table_sequence('mig_invoice_no', start=1000)",

@@ -11,7 +11,7 @@ from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from sqlalchemy.engine import Engine
 
-import sqlalchemy_seqkeys.alembic  # registers the operations
+import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import (
     InvalidBitReversalError,
     LeaseTableOutdatedError,
@@ -27,6 +27,8 @@ from sqlalchemy_seqkeys import (
     workers_table,
 )
 from sqlalchemy_seqkeys.sequences.table import read_next_value
+
+sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin (not installed)
 
 pytestmark = pytest.mark.backend
 
@@ -105,7 +107,12 @@ def _compare_only(conn: sa.Connection, models: sa.MetaData) -> MigrationContext:
         return type_ != "table" or name in models.tables
 
     return MigrationContext.configure(
-        conn, opts={"target_metadata": models, "include_name": include_name}
+        conn,
+        opts={
+            "target_metadata": models,
+            "include_name": include_name,
+            "autogenerate_plugins": ["alembic.autogenerate.*", "seqkeys"],
+        },
     )
 
 

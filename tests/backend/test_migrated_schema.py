@@ -106,6 +106,7 @@ def migrate(url: str, metadata: sa.MetaData) -> str:
                     "target_metadata": metadata,
                     "render_item": sqlalchemy_seqkeys.alembic.render_item,
                     "render_as_batch": sqlite,  # as the seqkeys template's env.py
+                    "autogenerate_plugins": ["alembic.autogenerate.*", "seqkeys"],
                 },
             )
             script = produce_migrations(context, metadata)
@@ -135,7 +136,11 @@ def still_to_migrate(url: str, metadata: sa.MetaData) -> list[Any]:
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
-            context = MigrationContext.configure(conn, opts={"target_metadata": metadata})
+            opts = {
+                "target_metadata": metadata,
+                "autogenerate_plugins": ["alembic.autogenerate.*", "seqkeys"],
+            }
+            context = MigrationContext.configure(conn, opts=opts)
             return produce_migrations(context, metadata).upgrade_ops.as_diffs()  # type: ignore[union-attr]
     finally:
         engine.dispose()

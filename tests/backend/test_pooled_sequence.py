@@ -26,7 +26,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-import sqlalchemy_seqkeys.alembic.pooled_ops  # noqa: F401 (registers the pooled operations)
+import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import (
     MigrationError,
     PooledSequence,
@@ -44,6 +44,8 @@ from sqlalchemy_seqkeys.pooled import resync_pooled_sequence_async
 from sqlalchemy_seqkeys.sequences.table import allocate, read_next_value
 from tests._helpers import in_forked_child
 from tests.conftest import AsyncDatabase
+
+sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin (not installed)
 
 pytestmark = pytest.mark.backend
 
@@ -302,7 +304,11 @@ def test_alembic_operations_and_autogenerate(engine: Engine) -> None:
     sequence = pooled_sequence(name, 20, start=7, table=TABLE, metadata=declared)
     try:
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            context = MigrationContext.configure(conn, opts={"target_metadata": declared})
+            opts = {
+                "target_metadata": declared,
+                "autogenerate_plugins": ["alembic.autogenerate.*", "seqkeys"],
+            }
+            context = MigrationContext.configure(conn, opts=opts)
             op = Operations(context)
             missing = [
                 o

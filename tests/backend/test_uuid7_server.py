@@ -167,12 +167,15 @@ def test_autogenerate_sees_no_difference(pg18_engine: Engine, model: Any) -> Non
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    import sqlalchemy_seqkeys.alembic  # noqa: F401 - the plugin, as env.py imports it
+    import sqlalchemy_seqkeys.alembic
+
+    sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin
 
     with pg18_engine.connect() as conn:
         ours = model.__tablename__  # other tests' tables may share the database
         opts = {
             "compare_server_default": True,
+            "autogenerate_plugins": ["alembic.autogenerate.*", "seqkeys"],  # as env.py names it
             "include_name": lambda name, type_, parents: type_ != "table" or name == ours,
         }
         diffs = compare_metadata(MigrationContext.configure(conn, opts=opts), model.metadata)

@@ -20,7 +20,7 @@ from alembic.operations import Operations
 from sqlalchemy.dialects import mssql, mysql, oracle, postgresql, sqlite
 from sqlalchemy.schema import CreateSequence, DropSequence
 
-import sqlalchemy_seqkeys.alembic.pooled_ops  # noqa: F401 (registers the pooled operations)
+import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import (
     InvalidSequenceError,
     SeqKeysError,
@@ -32,6 +32,8 @@ from sqlalchemy_seqkeys.alembic.pooled_ops import (
     DropPooledSequenceOp,
     declared_pooled_sequences,
 )
+
+sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin (not installed)
 
 
 def spanner_dialect() -> Any:

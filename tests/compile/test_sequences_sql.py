@@ -212,7 +212,9 @@ def test_migration_operations_offline(name: str) -> None:
     from alembic.migration import MigrationContext
     from alembic.operations import Operations
 
-    import sqlalchemy_seqkeys.alembic  # noqa: F401 (registers the operations)
+    import sqlalchemy_seqkeys.alembic
+
+    sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin
 
     buffer = io.StringIO()
     context = MigrationContext.configure(

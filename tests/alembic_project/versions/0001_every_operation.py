@@ -12,7 +12,6 @@ import sqlalchemy as sa
 from alembic import op
 
 import sqlalchemy_seqkeys
-import sqlalchemy_seqkeys.alembic  # registers the seqkeys operations
 
 revision: str = "0001"
 down_revision: str | None = None

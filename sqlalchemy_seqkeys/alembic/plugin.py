@@ -1,0 +1,98 @@
+"""The seqkeys Alembic plugin: :func:`setup`, which Alembic calls when it starts.
+
+An installed sqlalchemy-seqkeys publishes this module in the ``alembic.plugins``
+entry point group under the name ``seqkeys``, so Alembic loads it at startup
+(``alembic upgrade``, ``alembic revision --autogenerate``, any program that
+imports ``alembic``): migration scripts need no import for ``op.create_...``.
+:func:`setup` registers
+
+- every operation on ``op`` with its implementation, and how autogenerate
+  writes it (:mod:`sqlalchemy_seqkeys.alembic.ops`,
+  :mod:`sqlalchemy_seqkeys.alembic.pooled_ops`);
+- an Alembic impl for ``spanner+spanner`` (:mod:`sqlalchemy_seqkeys.alembic.spanner`);
+- the autogenerate comparisons (:mod:`sqlalchemy_seqkeys.alembic.autogen`) on
+  the plugin, which ``env.py`` enables by naming it::
+
+      context.configure(..., autogenerate_plugins=["alembic.autogenerate.*", "seqkeys"])
+
+  An ``env.py`` written before the plugin existed (importing
+  ``sqlalchemy_seqkeys.alembic`` and naming no ``autogenerate_plugins``)
+  still runs the operations, but its autogenerate no longer proposes seqkeys
+  objects until it names the plugin.
+
+Where Alembic has not loaded the entry point (a source checkout that is not
+installed), :func:`register` does the same; it is idempotent.
+
+Example (what Alembic does with the entry point)::
+
+    from alembic.runtime.plugins import Plugin
+    Plugin.setup_plugin_from_module(sqlalchemy_seqkeys.alembic.plugin, "seqkeys")
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+# Alembic loads this module in the middle of its own import: only what is
+# complete by then (not the alembic.autogenerate package's names)
+from alembic.autogenerate.render import renderers
+from alembic.runtime.plugins import Plugin
+from alembic.util import DispatchPriority, PriorityDispatchResult
+
+from sqlalchemy_seqkeys.alembic import autogen, pooled_ops, spanner
+from sqlalchemy_seqkeys.alembic.ops import IMPLEMENTATIONS, register_operations
+
+__all__ = ["NAME", "register", "setup"]
+
+#: the plugin's name in ``autogenerate_plugins`` (the entry point's name)
+NAME = "seqkeys"
+
+_Comparator = Callable[..., PriorityDispatchResult]
+
+#: (comparator, target, element, priority), as Plugin.add_autogenerate_comparator takes them;
+#: the schema comparators run last, after Alembic's own found the tables
+COMPARATORS: tuple[tuple[_Comparator, str, str | None, DispatchPriority], ...] = (
+    (autogen.compare_seqkeys, "schema", None, DispatchPriority.LAST),
+    (pooled_ops.compare_pooled_sequences, "schema", None, DispatchPriority.LAST),
+    (autogen._shard_columns_are_not_compared, "column", "server_default", DispatchPriority.FIRST),
+    (autogen._uuidv7_defaults_match_by_name, "column", "server_default", DispatchPriority.FIRST),
+)
+
+#: the Plugin objects set up so far (one, unless somebody set the module up under two names)
+_set_up: list[Plugin] = []
+
+
+def setup(plugin: Plugin) -> None:
+    """Register the seqkeys operations, renderers and Spanner impl (once), and the comparators.
+
+    Example::
+
+        Plugin.setup_plugin_from_module(sqlalchemy_seqkeys.alembic.plugin, "seqkeys")
+    """
+    if not _set_up:
+        register_operations()
+        for op_class in IMPLEMENTATIONS:
+            renderers.dispatch_for(op_class)(autogen.render_op)
+        spanner.register()
+    _set_up.append(plugin)
+    for comparator, target, element, priority in COMPARATORS:
+        plugin.add_autogenerate_comparator(comparator, target, element, priority=priority)
+
+
+def register() -> None:
+    """Set the plugin up where Alembic has not (no installed entry point); idempotent.
+
+    For programs that drive Alembic themselves (``Operations``,
+    ``produce_migrations``) from a checkout that is not installed; calling it
+    where Alembic loaded the plugin does nothing.
+
+    Example::
+
+        >>> register()
+        >>> from alembic.operations import Operations
+        >>> hasattr(Operations, "create_table_sequence")
+        True
+    """
+    if not _set_up:
+        Plugin.setup_plugin_from_module(sys.modules[__name__], NAME)
