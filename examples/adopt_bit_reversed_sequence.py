@@ -21,8 +21,13 @@ from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-import sqlalchemy_seqkeys.alembic  # noqa: F401 (registers op.create_bit_reversed_sequence)
+import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import bit_reversed_sequence, sequences_table
+
+# Alembic loads the seqkeys plugin from the package's entry point; a script that
+# drives Operations directly makes sure of op.create_bit_reversed_sequence & co.
+# with one call (it does nothing where the plugin is loaded already).
+sqlalchemy_seqkeys.alembic.register()
 
 LEGACY_ROWS = 1000  # the keys 1 .. 1000 are taken
 

@@ -223,7 +223,7 @@ class LeaseTableOutdatedError(SeqKeysError):
     """The worker-lease table predates the ``high_water_ms`` column.
 
     Example: add it in an Alembic migration with
-    ``op.upgrade_worker_lease_table()`` (after ``import sqlalchemy_seqkeys.alembic``;
+    ``op.upgrade_worker_lease_table()`` (an operation of the seqkeys Alembic plugin;
     ``alembic revision --autogenerate`` proposes it for a lease table the models
     declare), or drop the table while no process holds a lease (``WorkerLease``
     creates it anew).
