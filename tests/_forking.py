@@ -9,6 +9,7 @@ child forked while another thread held the GIL would otherwise never get it.
 from __future__ import annotations
 
 import ctypes
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +19,20 @@ from sqlalchemy_seqkeys import _fork as fork_module
 libc_fork = ctypes.PyDLL(None).fork
 libc_fork.restype = ctypes.c_int
 libc_fork.argtypes = []
+
+
+def libc_fork_when_quiet(settle: float = 0.05) -> int:
+    """libc's ``fork()`` once the process's other threads have settled.
+
+    A thread waiting for the GIL at the instant of a raw fork leaves, in the
+    child, a waiter on the GIL's condition variable that no thread there will
+    ever be: CPython re-creates the GIL in ``PyOS_AfterFork_Child``, which a
+    raw fork skips, so the child's first hand-over of the GIL to a new thread
+    hangs (seen with aiosqlite's worker thread, caught returning from a query).
+    Sleeping first lets such a thread take the GIL and block on its queue again.
+    """
+    time.sleep(settle)
+    return int(libc_fork())
 
 
 @pytest.fixture(params=["wipe-on-fork page", "pid"])

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import ForkedWorkerError, Snowflake, WorkerLease, workers_table
 from sqlalchemy_seqkeys.workers import server_now_ms
-from tests._forking import libc_fork as _libc_fork
+from tests._forking import libc_fork_when_quiet
 from tests._helpers import fresh_table, in_threads
 
 pytestmark = [
@@ -39,7 +39,7 @@ PER_PROCESS = 20_000
 CHILD_DEADLINE_S = 60.0
 
 
-FORKS: dict[str, Callable[[], int]] = {"libc fork": _libc_fork, "os.fork": os.fork}
+FORKS: dict[str, Callable[[], int]] = {"libc fork": libc_fork_when_quiet, "os.fork": os.fork}
 
 
 def _read_all(fd: int, pid: int) -> bytes:
@@ -209,7 +209,7 @@ def test_a_libc_forked_child_leases_its_own_worker_id_and_shares_no_id(
         return " ".join(map(str, minted))
 
     in_the_parent = lambda: parent.extend(ids() for _ in range(PER_PROCESS))  # noqa: E731
-    child = _ids(_in_child(_libc_fork, in_the_child, in_the_parent))
+    child = _ids(_in_child(libc_fork_when_quiet, in_the_child, in_the_parent))
     assert len(set(child)) == PER_PROCESS
     assert {ids.decode(v).worker_id for v in child} != {lease.worker_id}
     assert not set(child) & set(parent)
