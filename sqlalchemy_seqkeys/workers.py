@@ -95,7 +95,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 import threading
 import time
@@ -107,7 +106,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
-from . import _aio
+from . import _aio, _fork
+from ._dialect import insert_ignoring_conflict
 from ._validate import check_int, check_seconds
 from .errors import (
     ClockSkewError,
@@ -118,8 +118,7 @@ from .errors import (
     SeqKeysError,
     WorkerLeaseLostError,
 )
-from .sequences.table import insert_ignoring_conflict
-from .snowflake import _Core, _per_process, _process_token
+from .snowflake import _Core
 
 if TYPE_CHECKING:  # sqlalchemy.ext.asyncio needs greenlet, an optional package
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -253,8 +252,7 @@ class _Lease:
         self.clock = clock or time.time_ns
         self.table = workers_table(sa.MetaData(), table)
         self.owner = uuid.uuid4().hex
-        self._pid = os.getpid()
-        self._token = _process_token()
+        self._token = _fork.process_token()
         self._worker_id: int | None = None
         self._core: _Core | None = None
         self._bind_lock = threading.Lock()
@@ -454,13 +452,17 @@ class _Lease:
 
     # -- checking ------------------------------------------------------------------
 
+    def _in_owner_process(self) -> bool:
+        """False in a process forked from the one that made the lease."""
+        return _fork.process_token() == self._token
+
     @property
     def valid(self) -> bool:
         """True while the lease is certainly ours: renewed in time and not closed."""
         return (
             self._lost is None
             and not self._closed.is_set()
-            and os.getpid() == self._pid
+            and self._in_owner_process()
             and _lease_clock() < self._valid_until
         )
 
@@ -469,7 +471,7 @@ class _Lease:
             reason = self._lost
         elif self._closed.is_set():
             reason = "it was closed"
-        elif os.getpid() != self._pid:
+        elif not self._in_owner_process():
             reason = "this process is a fork of the one that holds it"
         else:
             reason = "it was not renewed before it expired"
@@ -485,7 +487,7 @@ class _Lease:
             _lease_clock() >= self._valid_until
             or self._lost is not None
             or self._closed.is_set()
-            or os.getpid() != self._pid
+            or not self._in_owner_process()
         ):
             if self._worker_id is None:
                 raise self._unclaimed_error()
@@ -674,7 +676,7 @@ class WorkerLease(_Lease):
             return
         self._closed.set()
         self._valid_until = 0.0
-        if os.getpid() != self._pid:
+        if not self._in_owner_process():
             return  # a forked child's copy: the parent still owns the row
         mark = self._release_mark()
         try:
@@ -700,10 +702,10 @@ class WorkerLease(_Lease):
 
     def _in_this_process(self, clock: Callable[[], int]) -> WorkerLease:
         root = self._root
-        token = _process_token()
+        token = _fork.process_token()
         if token == root._token:
             return root
-        with _per_process(_lease_locks):
+        with _fork.process_lock(_lease_locks):
             lease = root._children.get(token)
             if lease is None:
                 self.engine.dispose(close=False)
@@ -967,7 +969,7 @@ class AsyncWorkerLease(_Lease):
             return
         self._closed.set()
         self._valid_until = 0.0
-        if os.getpid() != self._pid or self._db is None:
+        if not self._in_owner_process() or self._db is None:
             return  # never started, or a forked child's copy: the parent owns the row
         db = self._db
         try:
@@ -989,7 +991,7 @@ class AsyncWorkerLease(_Lease):
     aclose = close
 
     def _in_this_process(self, clock: Callable[[], int]) -> _Lease:
-        if _process_token() == self._token:
+        if self._in_owner_process():
             return self
         raise ForkedWorkerError(
             f"this process was forked from the one that holds AsyncWorkerLease worker id "
