@@ -92,7 +92,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _fork
 from ._validate import check_int
@@ -364,7 +364,7 @@ class _Core:
         *,
         waits: bool,
         max_backwards_ms: float,
-        lease: _Lease | None,
+        lease: _Lease[Any] | None,
         after_tick: int = -1,
     ) -> None:
         self.layout = layout
@@ -554,7 +554,7 @@ class _Core:
         self.last_ms_of = last_ms_of
 
 
-def _floor_error(lease: _Lease, floor_ms: int, t: int) -> ClockSkewError:
+def _floor_error(lease: _Lease[Any], floor_ms: int, t: int) -> ClockSkewError:
     # The previous holder of the worker id minted up to ``floor_ms`` on its
     # clock; this one stayed behind it for the whole of max_wait.
     ahead_ms = floor_ms - t // 1_000_000
@@ -649,7 +649,7 @@ class Snowflake:
         self._inverse = None if transform is None else _inverse_of(transform)
         self._clock_arg = clock
         #: the lease the generator is bound to (None: a fixed worker id, or unbound)
-        self.lease: _Lease | None = None
+        self.lease: _Lease[Any] | None = None
         #: the worker id it mints with (None until bound)
         self.worker_id: int | None = None
         self._core: _Core | None = None
@@ -688,7 +688,7 @@ class Snowflake:
             >>> ids.decode(ids()).worker_id
             42
         """
-        lease: _Lease | None = None
+        lease: _Lease[Any] | None = None
         fixed = -1
         if getattr(type(worker_id), "_is_worker_lease", False):
             lease = worker_id  # type: ignore[assignment]
@@ -746,7 +746,7 @@ class Snowflake:
             after_tick=self._retired.get(worker_id, -1),
         )
 
-    def _core_of(self, lease: _Lease) -> _Core:
+    def _core_of(self, lease: _Lease[Any]) -> _Core:
         # Every generator bound to one lease shares its core: one worker id,
         # one sequence.
         if lease.max_worker_id > self.layout.max_worker_id:
