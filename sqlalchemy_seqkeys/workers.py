@@ -178,11 +178,11 @@ def _server_now_ms(element: Any, compiler: Any, **kw: Any) -> str:
 def workers_table(metadata: sa.MetaData, name: str = DEFAULT_TABLE) -> sa.Table:
     """Declare the worker-lease table on ``metadata`` (or return the one already there).
 
-    Example::
+    A :class:`WorkerLease` creates its table when it is missing; declare it
+    with the models where migrations create every table (Alembic
+    autogenerate then proposes it). Example::
 
-        metadata = sa.MetaData()
-        workers_table(metadata)
-        metadata.create_all(engine)
+        workers_table(Base.metadata)
     """
     return library_table(
         metadata,
