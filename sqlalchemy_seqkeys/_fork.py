@@ -20,8 +20,9 @@ keys, a lock) registers itself; in a forked child every registered object's
 
 ``os.fork()`` runs the reset through ``os.register_at_fork``. A libc
 ``fork()`` (uWSGI without lazy-apps, C extensions, ctypes) runs no Python
-hook: :func:`forked`, called on each draw, notices it by a marker byte that
-reads 0 in any child (see ``_new_marker``) and runs the reset then.
+hook: :func:`forked`, called on each draw, notices it by a marker word that
+reads 0 in any child (see ``_new_marker``) and runs the reset then. The word
+holds :func:`process_token` in the process that set it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import threading
 import weakref
 from typing import Protocol
 
-__all__ = ["forked", "process_token", "register"]
+__all__ = ["forked", "process_lock", "process_token", "register"]
 
 
 class _ForkAware(Protocol):
@@ -46,57 +47,6 @@ class _ForkAware(Protocol):
 class _Marker(Protocol):
     def __getitem__(self, index: int, /) -> int: ...
     def __setitem__(self, index: int, value: int, /) -> None: ...
-
-
-class _PidMarker:
-    """Reads 1 in the process that set it, 0 in any process forked from it."""
-
-    __slots__ = ("_pid",)
-
-    def __init__(self) -> None:
-        self._pid = os.getpid()
-
-    def __getitem__(self, index: int, /) -> int:
-        return 1 if os.getpid() == self._pid else 0
-
-    def __setitem__(self, index: int, value: int, /) -> None:
-        self._pid = os.getpid()
-
-
-def _new_marker() -> _Marker:
-    """A byte that reads 1 here and 0 in every forked child, however it was forked.
-
-    On Linux the byte lives in a page advised ``MADV_WIPEONFORK``: the kernel
-    hands every child a zeroed copy, and reading it costs a tenth of an
-    ``os.getpid()`` system call (the method glibc's ``arc4random`` uses).
-    Elsewhere it compares ``os.getpid()``.
-    """
-    if sys.platform.startswith("linux"):
-        try:
-            page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            page.madvise(getattr(mmap, "MADV_WIPEONFORK", 18))  # 18: Linux >= 4.14
-        except (OSError, AttributeError, ValueError):
-            pass
-        else:
-            page[0] = 1
-            return page
-    return _PidMarker()
-
-
-#: 0 in a forked child until it has reset every object it inherited
-#: (read through the module: tests swap it for a _PidMarker)
-_marker = _new_marker()
-_live: weakref.WeakSet[_ForkAware] = weakref.WeakSet()
-#: pid -> the lock under which that process resets the objects it inherited
-_child_guards: dict[int, threading.Lock] = {}
-
-
-def register(obj: _ForkAware) -> None:
-    """Have ``obj._after_fork_in_child()`` run in every child forked from here.
-
-    The registry holds ``obj`` weakly. Example: see the module docstring.
-    """
-    _live.add(obj)
 
 
 #: every token this process and its ancestors drew (plain memory: a child inherits it)
@@ -114,11 +64,66 @@ def _draw_token() -> int:
 _token = _draw_token()
 
 
+class _PidMarker:
+    """Reads the token it was set to in that process, 0 in any process forked from it."""
+
+    __slots__ = ("_pid", "_token")
+
+    def __init__(self) -> None:
+        self._pid = os.getpid()
+        self._token = _token
+
+    def __getitem__(self, index: int, /) -> int:
+        return self._token if os.getpid() == self._pid else 0
+
+    def __setitem__(self, index: int, value: int, /) -> None:
+        self._pid = os.getpid()
+        self._token = value
+
+
+def _new_marker() -> _Marker:
+    """A word that reads this process's token here and 0 in every forked child, however forked.
+
+    On Linux the word lives in a page advised ``MADV_WIPEONFORK``: the kernel
+    hands every child a zeroed copy, and reading it costs a tenth of an
+    ``os.getpid()`` system call (the method glibc's ``arc4random`` uses).
+    Elsewhere it compares ``os.getpid()``.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            page.madvise(getattr(mmap, "MADV_WIPEONFORK", 18))  # 18: Linux >= 4.14
+        except (OSError, AttributeError, ValueError):
+            pass
+        else:
+            word = memoryview(page).cast("q")  # keeps the page mapped
+            word[0] = _token
+            return word
+    return _PidMarker()
+
+
+#: this process's token; 0 in a forked child until it has reset every object
+#: it inherited (read through the module: tests swap it for a _PidMarker)
+_marker = _new_marker()
+_live: weakref.WeakSet[_ForkAware] = weakref.WeakSet()
+#: pid -> the lock under which that process resets the objects it inherited
+_child_guards: dict[int, threading.Lock] = {}
+
+
+def register(obj: _ForkAware) -> None:
+    """Have ``obj._after_fork_in_child()`` run in every child forked from here.
+
+    The registry holds ``obj`` weakly. Example: see the module docstring.
+    """
+    _live.add(obj)
+
+
 def process_token() -> int:
     """A number naming this process: drawn anew in every forked child.
 
     Never one an ancestor drew, so state stamped with a parent's token never
-    matches a child's (what snowflake generators compare on each mint).
+    matches a child's. ``_marker[0]`` reads it too, in one load: what
+    snowflake generators compare on each mint.
 
     Example::
 
@@ -131,20 +136,37 @@ def process_token() -> int:
     return _token
 
 
+def process_lock(locks: dict[int, threading.Lock]) -> threading.Lock:
+    """This process's lock in ``locks``: a forked child gets a new one.
+
+    A lock a thread of the parent held at the fork stays held in the child,
+    where no thread will release it; keyed by :func:`process_token`, the
+    child never finds it.
+
+    Example::
+
+        >>> from sqlalchemy_seqkeys import _fork
+        >>> locks: dict[int, threading.Lock] = {}
+        >>> _fork.process_lock(locks) is _fork.process_lock(locks)
+        True
+    """
+    return locks.setdefault(process_token(), threading.Lock())  # atomic under the GIL
+
+
 def _reset_inherited() -> None:
     global _token
     _token = _draw_token()  # first: a reset object may stamp itself with it
     for obj in list(_live):
         obj._after_fork_in_child()
-    # Last: a thread that sees the mark must see every object already reset.
-    _marker[0] = 1
+    # Last: a thread that sees the token must see every object already reset.
+    _marker[0] = _token
 
 
 def forked() -> bool:
     """True once in a libc-forked child, after every registered object was reset.
 
     Call it before touching state a registered object keeps (before its lock,
-    which the child may have inherited held). Costs one byte read when nothing
+    which the child may have inherited held). Costs one word read when nothing
     forked. After ``os.fork()`` the at-fork hook has already reset everything,
     and this returns False.
 

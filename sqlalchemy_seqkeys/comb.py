@@ -177,7 +177,7 @@ class _MonotonicSource:
 
     def next(self) -> tuple[int, int]:
         """Return the next pair; the pair is larger than every earlier one."""
-        if not _fork._marker[0]:  # inline: the common case is one byte read
+        if not _fork._marker[0]:  # inline: the common case is one word read
             _fork.forked()
         ms = self._clock_ns() // 1_000_000
         n = self._nbytes

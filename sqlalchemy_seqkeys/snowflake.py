@@ -85,18 +85,16 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import mmap
 import operator
-import os
-import secrets
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from . import _fork
 from ._validate import check_int
 from .errors import (
     ClockMovedBackwardsError,
@@ -153,9 +151,7 @@ class SnowflakeLayout:
 
     def __post_init__(self) -> None:
         for field in ("timestamp_bits", "worker_bits", "sequence_bits"):
-            value = getattr(self, field)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise InvalidSnowflakeError(f"{field} must be an int >= 0, not {value!r}")
+            check_int(getattr(self, field), field, InvalidSnowflakeError, min=0)
         if self.timestamp_bits < 1:
             raise InvalidSnowflakeError("timestamp_bits must be at least 1")
         total = self.timestamp_bits + self.worker_bits + self.sequence_bits
@@ -202,12 +198,14 @@ class SnowflakeLayout:
             >>> SnowflakeLayout().worker_from(datacenter=3, machine=17)
             113
         """
+        check_int(
+            datacenter_bits, "datacenter_bits", InvalidSnowflakeError, min=0, max=self.worker_bits
+        )
         machine_bits = self.worker_bits - datacenter_bits
-        if not 0 <= datacenter < (1 << datacenter_bits) or not 0 <= machine < (1 << machine_bits):
-            raise InvalidSnowflakeError(
-                f"datacenter must be 0..{(1 << datacenter_bits) - 1} and machine "
-                f"0..{(1 << machine_bits) - 1}, not {datacenter} and {machine}"
-            )
+        check_int(
+            datacenter, "datacenter", InvalidSnowflakeError, min=0, max=(1 << datacenter_bits) - 1
+        )
+        check_int(machine, "machine", InvalidSnowflakeError, min=0, max=(1 << machine_bits) - 1)
         return (datacenter << machine_bits) | machine
 
     def compose(self, ticks: int, worker_id: int, sequence: int) -> int:
@@ -253,11 +251,9 @@ class DecodedSnowflake(NamedTuple):
 
 
 def _check_digits(value: object, digits: object) -> str:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidSnowflakeError(f"digit rotation takes a non-negative int, not {value!r}")
-    if not isinstance(digits, int) or isinstance(digits, bool) or digits < 1:
-        raise InvalidSnowflakeError(f"digits must be an int >= 1, not {digits!r}")
-    text = str(value)
+    hint = "digit rotation takes a non-negative int"
+    text = str(check_int(value, "value", InvalidSnowflakeError, min=0, hint=hint))
+    digits = check_int(digits, "digits", InvalidSnowflakeError, min=1)
     if len(text) <= digits:
         raise InvalidSnowflakeError(
             f"{value} has {len(text)} digit(s); rotating {digits} needs at least {digits + 1}"
@@ -317,77 +313,7 @@ def _inverse_of(transform: Callable[[int], int]) -> Callable[[int], int] | None:
     return inverses.get(transform)
 
 
-# -- fork detection ----------------------------------------------------------------
-
-
-class _PidStamp:
-    """Where no page can be wiped on fork: the process id, read on every call."""
-
-    def __getitem__(self, index: int) -> int:
-        return os.getpid()
-
-    def __setitem__(self, index: int, value: int) -> None:
-        pass
-
-
-def _new_stamp() -> _PidStamp | memoryview:
-    """A word that reads 0 in every child process, however it was forked.
-
-    On Linux it lives in a page advised ``MADV_WIPEONFORK``: the kernel gives
-    each child a zeroed copy, even after a libc ``fork()`` that runs no Python
-    hook, and reading it costs a tenth of an ``os.getpid()`` system call (the
-    method glibc's ``arc4random`` uses).
-    """
-    if sys.platform.startswith("linux"):
-        try:
-            page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE)
-            page.madvise(getattr(mmap, "MADV_WIPEONFORK", 18))  # 18: Linux >= 4.14
-            return memoryview(page).cast("q")
-        except (OSError, ValueError, AttributeError):  # an older kernel: fall back
-            pass
-    return _PidStamp()
-
-
-_stamp = _new_stamp()
-_token_locks: dict[int, threading.Lock] = {}
 _bind_locks: dict[int, threading.Lock] = {}
-
-
-def _per_process(locks: dict[int, threading.Lock]) -> threading.Lock:
-    # A lock the parent may have held at the fork cannot be one of this
-    # process's: a new pid gets a new lock (setdefault is atomic).
-    return locks.setdefault(os.getpid(), threading.Lock())
-
-
-#: every token this process and its ancestors drew (plain memory: a child inherits it)
-_tokens_drawn: set[int] = set()
-
-
-def _process_token() -> int:
-    """A number that identifies this process: drawn anew in every forked child.
-
-    Never one an ancestor drew, so no generator a child inherited can match it.
-    """
-    if isinstance(_stamp, _PidStamp):
-        return os.getpid()
-    token = _stamp[0]
-    if token == 0:
-        with _per_process(_token_locks):
-            token = _stamp[0]
-            if token == 0:
-                while token == 0 or token in _tokens_drawn:
-                    token = secrets.randbits(62)
-                _tokens_drawn.add(token)
-                _stamp[0] = token
-    return token
-
-
-def _wipe_stamp() -> None:
-    _stamp[0] = 0  # also after os.fork() where the kernel wipes nothing
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows
-    os.register_at_fork(after_in_child=_wipe_stamp)
 
 
 #: (start ns, end ns, counter, cap, tick) of the tick being minted
@@ -438,7 +364,7 @@ class _Core:
         *,
         waits: bool,
         max_backwards_ms: float,
-        lease: _Lease | None,
+        lease: _Lease[Any] | None,
         after_tick: int = -1,
     ) -> None:
         self.layout = layout
@@ -447,7 +373,7 @@ class _Core:
         self.waits = waits
         self.max_backwards_ms = max_backwards_ms
         self.lease = lease
-        self.token = _process_token()
+        self.token = _fork.process_token()
         self._build(after_tick)
 
     minter: Callable[[Callable[[], int]], Callable[[], int]]
@@ -467,7 +393,10 @@ class _Core:
         waits = self.waits
         max_back_ticks = int(self.max_backwards_ms * 1_000_000 // unit_ns)
         lease = self.lease
-        stamp = _stamp
+        # This process's token in one load; 0 in a forked child until it resets
+        # (read at build: a core built before a test swapped the marker keeps
+        # the one it was stamped under).
+        stamp = _fork._marker
         token = self.token
         sleep = time.sleep
         monotonic = time.monotonic
@@ -625,7 +554,7 @@ class _Core:
         self.last_ms_of = last_ms_of
 
 
-def _floor_error(lease: _Lease, floor_ms: int, t: int) -> ClockSkewError:
+def _floor_error(lease: _Lease[Any], floor_ms: int, t: int) -> ClockSkewError:
     # The previous holder of the worker id minted up to ``floor_ms`` on its
     # clock; this one stayed behind it for the whole of max_wait.
     ahead_ms = floor_ms - t // 1_000_000
@@ -720,7 +649,7 @@ class Snowflake:
         self._inverse = None if transform is None else _inverse_of(transform)
         self._clock_arg = clock
         #: the lease the generator is bound to (None: a fixed worker id, or unbound)
-        self.lease: _Lease | None = None
+        self.lease: _Lease[Any] | None = None
         #: the worker id it mints with (None until bound)
         self.worker_id: int | None = None
         self._core: _Core | None = None
@@ -759,16 +688,16 @@ class Snowflake:
             >>> ids.decode(ids()).worker_id
             42
         """
-        lease: _Lease | None = None
+        lease: _Lease[Any] | None = None
         fixed = -1
         if getattr(type(worker_id), "_is_worker_lease", False):
             lease = worker_id  # type: ignore[assignment]
         else:
             fixed = self._check_worker(worker_id)
-        with _per_process(_bind_locks):
+        with _fork.process_lock(_bind_locks):
             old = self._core
             # a core a parent process left behind is not touched: its lock may be held
-            mine = old is not None and old.token == _process_token()
+            mine = old is not None and old.token == _fork.process_token()
             if lease is not None:
                 core = self._core_of(lease)  # checks everything before anything changes
             elif mine and old is not None and old.lease is None and old.worker_id == fixed:
@@ -817,7 +746,7 @@ class Snowflake:
             after_tick=self._retired.get(worker_id, -1),
         )
 
-    def _core_of(self, lease: _Lease) -> _Core:
+    def _core_of(self, lease: _Lease[Any]) -> _Core:
         # Every generator bound to one lease shares its core: one worker id,
         # one sequence.
         if lease.max_worker_id > self.layout.max_worker_id:
@@ -929,9 +858,9 @@ class Snowflake:
         # The first call in a forked child (or every call, if it must refuse).
         # The threads of the child that race here take turns; the first one
         # rebinds the generator, the others find it done.
-        with _per_process(_bind_locks):
+        with _fork.process_lock(_bind_locks):
             core = self._core
-            if core is not None and core.token != _process_token():
+            if core is not None and core.token != _fork.process_token():
                 self._rebind_in_child(core)
         return self._mint()
 

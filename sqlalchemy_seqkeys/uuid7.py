@@ -136,7 +136,17 @@ class _Uuid7Generator:
                 # timestamp ahead (CPython's rule).
                 ms = clock_ns() // 1_000_000
                 p = pos
-                if ms > last_ms:
+                # A new millisecond, or a used-up counter, seeds the counter
+                # afresh; else the counter goes up by one.
+                seed = ms > last_ms
+                if not seed:
+                    if ms < last_ms:
+                        ms = last_ms + 1
+                    c = counter + 1
+                    seed = c > _COUNTER_MAX
+                    if seed:
+                        ms += 1
+                if seed:
                     if p + 10 > len(buffer):
                         buffer, p = buffer[p:] + randbytes(block), 0
                     r = from_bytes(buffer[p : p + 10], "big")
@@ -144,22 +154,10 @@ class _Uuid7Generator:
                     c = (r >> 32) & _SEED_MASK
                     tail = r & _TAIL_MASK
                 else:
-                    if ms < last_ms:
-                        ms = last_ms + 1
-                    c = counter + 1
-                    if c > _COUNTER_MAX:
-                        ms += 1
-                        if p + 10 > len(buffer):
-                            buffer, p = buffer[p:] + randbytes(block), 0
-                        r = from_bytes(buffer[p : p + 10], "big")
-                        pos = p + 10
-                        c = (r >> 32) & _SEED_MASK
-                        tail = r & _TAIL_MASK
-                    else:
-                        if p + 4 > len(buffer):
-                            buffer, p = buffer[p:] + randbytes(block), 0
-                        tail = from_bytes(buffer[p : p + 4], "big")
-                        pos = p + 4
+                    if p + 4 > len(buffer):
+                        buffer, p = buffer[p:] + randbytes(block), 0
+                    tail = from_bytes(buffer[p : p + 4], "big")
+                    pos = p + 4
                 if ms >= _MS_LIMIT:
                     raise TimestampOutOfRangeError(
                         f"the clock reads {ms} ms since 1970, past the 48-bit timestamp "

@@ -95,19 +95,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
-from . import _aio
+from . import _aio, _fork
+from ._dialect import family, insert_ignoring_conflict
 from ._validate import check_int, check_seconds
 from .errors import (
     ClockSkewError,
@@ -118,8 +118,8 @@ from .errors import (
     SeqKeysError,
     WorkerLeaseLostError,
 )
-from .sequences.table import insert_ignoring_conflict
-from .snowflake import _Core, _per_process, _process_token
+from .sequences.table import library_table
+from .snowflake import _Core
 
 if TYPE_CHECKING:  # sqlalchemy.ext.asyncio needs greenlet, an optional package
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -145,6 +145,8 @@ def _suspend_counting_clock() -> Callable[[], float]:
 
 
 _lease_clock = _suspend_counting_clock()
+#: the engine a lease talks to: an Engine, or an AsyncEngine
+_E = TypeVar("_E")
 _lease_locks: dict[int, threading.Lock] = {}
 
 
@@ -155,68 +157,53 @@ class server_now_ms(FunctionElement[int]):  # noqa: N801 - reads like the SQL fu
     inherit_cache = True
 
 
-@compiles(server_now_ms)
-def _now_default(element: Any, compiler: Any, **kw: Any) -> str:
-    return "CAST((EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000) AS BIGINT)"
-
-
-@compiles(server_now_ms, "postgresql")
-def _now_postgresql(element: Any, compiler: Any, **kw: Any) -> str:
-    return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
-
-
-@compiles(server_now_ms, "mysql")
-@compiles(server_now_ms, "mariadb")
-def _now_mysql(element: Any, compiler: Any, **kw: Any) -> str:
+#: the expression per engine family (_dialect.family); others get the SQL standard's
+_SERVER_NOW_MS = {
+    "postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
     # UNIX_TIMESTAMP(NOW(3)) converts the session's local time back, which is
     # ambiguous in the repeated autumn hour and comes out an hour early there.
     # UTC_TIMESTAMP and TIMESTAMPDIFF involve no zone at all.
-    return "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
+    "mysql": "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)",
+    "sqlite": "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    "spanner": "UNIX_MILLIS(CURRENT_TIMESTAMP())",
+}
+_SERVER_NOW_MS_STANDARD = "CAST((EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000) AS BIGINT)"
 
 
-@compiles(server_now_ms, "sqlite")
-def _now_sqlite(element: Any, compiler: Any, **kw: Any) -> str:
-    return "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
-
-
-@compiles(server_now_ms, "spanner")
-@compiles(server_now_ms, "spanner+spanner")  # sqlalchemy-spanner's dialect name
-def _now_spanner(element: Any, compiler: Any, **kw: Any) -> str:
-    return "UNIX_MILLIS(CURRENT_TIMESTAMP())"
+@compiles(server_now_ms)
+def _server_now_ms(element: Any, compiler: Any, **kw: Any) -> str:
+    return _SERVER_NOW_MS.get(family(compiler.dialect), _SERVER_NOW_MS_STANDARD)
 
 
 def workers_table(metadata: sa.MetaData, name: str = DEFAULT_TABLE) -> sa.Table:
     """Declare the worker-lease table on ``metadata`` (or return the one already there).
 
-    Example::
+    A :class:`WorkerLease` creates its table when it is missing; declare it
+    with the models where migrations create every table (Alembic
+    autogenerate then proposes it). Example::
 
-        metadata = sa.MetaData()
-        workers_table(metadata)
-        metadata.create_all(engine)
+        workers_table(Base.metadata)
     """
-    existing = metadata.tables.get(name)
-    if existing is not None:
-        return existing
-    return sa.Table(
-        name,
+    return library_table(
         metadata,
+        name,
+        "workers",
         sa.Column("worker_id", sa.Integer, primary_key=True, autoincrement=False),
         sa.Column("owner", sa.String(64), nullable=False),
         # the database server's Unix ms; 0 once the holder released the row
         sa.Column("expires_at", sa.BigInteger, nullable=False),
         # the holder's clock, Unix ms: no id of this worker has a later timestamp
         sa.Column(MARK_COLUMN, sa.BigInteger, nullable=False),
-        info={"seqkeys": "workers"},
     )
 
 
-class _Lease:
+class _Lease(Generic[_E]):
     """What :class:`WorkerLease` and :class:`AsyncWorkerLease` share.
 
-    The row's SQL, as functions of a sync ``Connection`` (a sync engine's, or
-    an async one's facade inside ``run_sync``), and the checks a generator
-    makes as it mints. Only the scheduling differs: a thread and blocking
-    calls, or a task and awaits.
+    The constructor and its checks; the row's SQL, as functions of a sync
+    ``Connection`` (a sync engine's, or an async one's facade inside
+    ``run_sync``); and the checks a generator makes as it mints. Only the
+    scheduling differs: a thread and blocking calls, or a task and awaits.
     """
 
     _is_worker_lease = True  # how snowflake.py, which imports no SQLAlchemy, knows one
@@ -229,17 +216,20 @@ class _Lease:
     table: sa.Table
     owner: str
 
-    def _setup(
+    def __init__(
         self,
+        engine: _E,
         *,
-        ttl: float,
-        table: str,
-        max_worker_id: int,
-        clock: Callable[[], int] | None,
-        max_skew: float,
-        max_wait: float,
+        ttl: float = 30.0,
+        table: str = DEFAULT_TABLE,
+        max_worker_id: int = 1023,
+        create_table: bool = True,
+        clock: Callable[[], int] | None = None,
+        max_skew: float = 2.0,
+        max_wait: float = 5.0,
     ) -> None:
         # Every argument is checked before the database is touched.
+        self._check_engine(engine)
         self.ttl = check_seconds(ttl, "ttl", InvalidSnowflakeError, max=_MAX_TTL_S)
         self.max_worker_id = check_int(
             max_worker_id, "max_worker_id", InvalidSnowflakeError, min=0, max=2**31 - 1
@@ -253,8 +243,7 @@ class _Lease:
         self.clock = clock or time.time_ns
         self.table = workers_table(sa.MetaData(), table)
         self.owner = uuid.uuid4().hex
-        self._pid = os.getpid()
-        self._token = _process_token()
+        self._token = _fork.process_token()
         self._worker_id: int | None = None
         self._core: _Core | None = None
         self._bind_lock = threading.Lock()
@@ -263,6 +252,18 @@ class _Lease:
         self._valid_until = 0.0
         self._mark_ms = 0
         self._floor_ms = 0
+        self.engine = engine
+        self.create_table = bool(create_table)
+        self._open()
+
+    @staticmethod
+    def _check_engine(engine: object) -> None:
+        """Raise InvalidSnowflakeError unless ``engine`` is the front end's kind."""
+        raise NotImplementedError
+
+    def _open(self) -> None:
+        """The front end's own start (a sync lease claims here, an async one later)."""
+        raise NotImplementedError
 
     @property
     def worker_id(self) -> int:
@@ -406,6 +407,59 @@ class _Lease:
             "process holds a lease (WorkerLease creates it anew)"
         )
 
+    def _claim_in(self, conn: sa.Connection) -> None:
+        """Claim a worker id on ``conn``: one transaction per attempt, until one wins."""
+        for _ in range(self.max_worker_id + 2):
+            sent = _lease_clock()
+            try:
+                with conn.begin():
+                    claim = self._claim_on(conn)
+            except sa.exc.DBAPIError as exc:
+                try:
+                    outdated = self._outdated(conn)
+                except Exception:  # no table at all, or no database: the error says so
+                    outdated = False
+                if outdated:
+                    raise self._outdated_error() from exc
+                raise
+            if claim is not None:
+                self._claimed(claim, sent)
+                return
+        raise NoWorkerIdError(
+            f"could not claim a worker id in {self.table.name!r}: other processes kept taking them"
+        )
+
+    def _renewal_sent(self, at_least_ms: int) -> float | None:
+        """When a renewal starts (the lease counts from then), or None if none is due.
+
+        The caller holds the front end's renewal lock until :meth:`_renew_in` is done.
+        """
+        if self._closed.is_set() or self._lost is not None:
+            return None
+        if at_least_ms and self._mark_ms >= at_least_ms:
+            return None  # another caller's extension got there first
+        return _lease_clock()
+
+    def _renew_in(self, conn: sa.Connection, at_least_ms: int, sent: float) -> None:
+        """Renew the row and move the mark on; raise if the lease is gone."""
+        with conn.begin():
+            mark = self._renew_on(conn, at_least_ms)
+        self._renewed(mark, sent)
+
+    @contextlib.contextmanager
+    def _scheduled_renewal(self) -> Iterator[None]:
+        """Around each renewal of the background loop: failures are retried, a loss stops."""
+        try:
+            yield
+        except ClockSkewError as exc:
+            self._lost = str(exc)
+        except WorkerLeaseLostError:
+            pass
+        except Exception:  # a failed renewal is retried; expiry is the guard
+            pass
+        if self._lost is not None:
+            self._renewal_failed()
+
     # -- bookkeeping ---------------------------------------------------------------
 
     def _claimed(self, claim: tuple[int, int, int], sent: float) -> None:
@@ -454,13 +508,17 @@ class _Lease:
 
     # -- checking ------------------------------------------------------------------
 
+    def _in_owner_process(self) -> bool:
+        """False in a process forked from the one that made the lease."""
+        return _fork.process_token() == self._token
+
     @property
     def valid(self) -> bool:
         """True while the lease is certainly ours: renewed in time and not closed."""
         return (
             self._lost is None
             and not self._closed.is_set()
-            and os.getpid() == self._pid
+            and self._in_owner_process()
             and _lease_clock() < self._valid_until
         )
 
@@ -469,7 +527,7 @@ class _Lease:
             reason = self._lost
         elif self._closed.is_set():
             reason = "it was closed"
-        elif os.getpid() != self._pid:
+        elif not self._in_owner_process():
             reason = "this process is a fork of the one that holds it"
         else:
             reason = "it was not renewed before it expired"
@@ -485,7 +543,7 @@ class _Lease:
             _lease_clock() >= self._valid_until
             or self._lost is not None
             or self._closed.is_set()
-            or os.getpid() != self._pid
+            or not self._in_owner_process()
         ):
             if self._worker_id is None:
                 raise self._unclaimed_error()
@@ -507,12 +565,12 @@ class _Lease:
         """Move the mark past ``until_ms`` now (a generator's clock jumped forward)."""
         raise NotImplementedError
 
-    def _in_this_process(self, clock: Callable[[], int]) -> _Lease:
+    def _in_this_process(self, clock: Callable[[], int]) -> _Lease[Any]:
         """The lease of the current process (after a fork, one of its own)."""
         raise NotImplementedError
 
 
-class WorkerLease(_Lease):
+class WorkerLease(_Lease[sa.Engine]):
     """A worker id leased from ``table``, renewed in the background until :meth:`close`.
 
     ``ttl`` (seconds) is how long a lease lives without renewal; it is renewed
@@ -537,18 +595,8 @@ class WorkerLease(_Lease):
             ids()
     """
 
-    def __init__(
-        self,
-        engine: sa.Engine,
-        *,
-        ttl: float = 30.0,
-        table: str = DEFAULT_TABLE,
-        max_worker_id: int = 1023,
-        create_table: bool = True,
-        clock: Callable[[], int] | None = None,
-        max_skew: float = 2.0,
-        max_wait: float = 5.0,
-    ) -> None:
+    @staticmethod
+    def _check_engine(engine: object) -> None:
         if not isinstance(engine, sa.Engine):
             hint = (
                 "for an AsyncEngine use `async with AsyncWorkerLease(engine) as lease:`"
@@ -558,21 +606,15 @@ class WorkerLease(_Lease):
             raise InvalidSnowflakeError(
                 f"engine must be an sqlalchemy Engine, not {engine!r}; {hint}"
             )
-        self._setup(
-            ttl=ttl,
-            table=table,
-            max_worker_id=max_worker_id,
-            clock=clock,
-            max_skew=max_skew,
-            max_wait=max_wait,
-        )
-        self.engine = engine
+
+    def _open(self) -> None:
         self._root = self
         self._children: dict[int, WorkerLease] = {}
         self._renew_lock = threading.Lock()
-        if create_table:
-            self.table.create(engine, checkfirst=True)
-        self._claim()
+        if self.create_table:
+            self.table.create(self.engine, checkfirst=True)
+        with self.engine.connect() as conn:
+            self._claim_in(conn)
         self._thread = threading.Thread(
             target=self._renew_loop, name=f"seqkeys-lease-{self.worker_id}", daemon=True
         )
@@ -584,28 +626,6 @@ class WorkerLease(_Lease):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _claim(self) -> None:
-        for _ in range(self.max_worker_id + 2):
-            sent = _lease_clock()
-            try:
-                with self.engine.begin() as conn:
-                    claim = self._claim_on(conn)
-            except sa.exc.DBAPIError as exc:
-                try:
-                    with self.engine.connect() as conn:
-                        outdated = self._outdated(conn)
-                except Exception:  # no table at all, or no database: the error says so
-                    outdated = False
-                if outdated:
-                    raise self._outdated_error() from exc
-                raise
-            if claim is not None:
-                self._claimed(claim, sent)
-                return
-        raise NoWorkerIdError(
-            f"could not claim a worker id in {self.table.name!r}: other processes kept taking them"
-        )
 
     def _wait_past_floor(self) -> None:
         deadline = time.monotonic() + self.max_wait
@@ -621,28 +641,16 @@ class WorkerLease(_Lease):
     def _renew_once(self, at_least_ms: int = 0) -> None:
         """Renew the row and move the mark on; raise if the lease is gone."""
         with self._renew_lock:
-            if self._closed.is_set() or self._lost is not None:
-                return
-            if at_least_ms and self._mark_ms >= at_least_ms:
-                return  # another thread's extension got there first
-            sent = _lease_clock()
-            with self.engine.begin() as conn:
-                mark = self._renew_on(conn, at_least_ms)
-            self._renewed(mark, sent)
+            if (sent := self._renewal_sent(at_least_ms)) is not None:
+                with self.engine.connect() as conn:
+                    self._renew_in(conn, at_least_ms, sent)
 
     def _renew_loop(self) -> None:
         interval = self.ttl / 3
         while not self._closed.wait(interval):
-            try:
+            with self._scheduled_renewal():
                 self._renew_once()
-            except ClockSkewError as exc:
-                self._lost = str(exc)
-            except WorkerLeaseLostError:
-                pass
-            except Exception:  # a failed renewal is retried; expiry is the guard
-                continue
             if self._lost is not None:
-                self._renewal_failed()
                 return
 
     def _extend_mark(self, until_ms: int) -> None:
@@ -674,7 +682,7 @@ class WorkerLease(_Lease):
             return
         self._closed.set()
         self._valid_until = 0.0
-        if os.getpid() != self._pid:
+        if not self._in_owner_process():
             return  # a forked child's copy: the parent still owns the row
         mark = self._release_mark()
         try:
@@ -700,29 +708,27 @@ class WorkerLease(_Lease):
 
     def _in_this_process(self, clock: Callable[[], int]) -> WorkerLease:
         root = self._root
-        token = _process_token()
+        token = _fork.process_token()
         if token == root._token:
             return root
-        with _per_process(_lease_locks):
+        with _fork.process_lock(_lease_locks):
             lease = root._children.get(token)
             if lease is None:
                 self.engine.dispose(close=False)
+                same = {key: getattr(self, key) for key in _SETTINGS}
                 lease = WorkerLease(
-                    self.engine,
-                    ttl=self.ttl,
-                    table=self.table.name,
-                    max_worker_id=self.max_worker_id,
-                    create_table=False,
-                    clock=clock,
-                    max_skew=self.max_skew,
-                    max_wait=self.max_wait,
+                    self.engine, table=self.table.name, create_table=False, clock=clock, **same
                 )
                 lease._root = root
                 root._children[token] = lease
         return lease
 
 
-class AsyncWorkerLease(_Lease):
+#: the arguments a lease keeps as its attributes
+_SETTINGS = ("ttl", "max_worker_id", "max_skew", "max_wait")
+
+
+class AsyncWorkerLease(_Lease["AsyncEngine"]):
     """:class:`WorkerLease` for an :class:`~sqlalchemy.ext.asyncio.AsyncEngine`.
 
     The same arguments and guarantees. The constructor does no I/O: ``async
@@ -752,18 +758,8 @@ class AsyncWorkerLease(_Lease):
                 yield
     """
 
-    def __init__(
-        self,
-        engine: AsyncEngine,
-        *,
-        ttl: float = 30.0,
-        table: str = DEFAULT_TABLE,
-        max_worker_id: int = 1023,
-        create_table: bool = True,
-        clock: Callable[[], int] | None = None,
-        max_skew: float = 2.0,
-        max_wait: float = 5.0,
-    ) -> None:
+    @staticmethod
+    def _check_engine(engine: object) -> None:
         if not _is_async_engine(engine):
             hint = (
                 "for a sync Engine use `with WorkerLease(engine) as lease:`"
@@ -771,16 +767,9 @@ class AsyncWorkerLease(_Lease):
                 else "use sqlalchemy.ext.asyncio.create_async_engine(url)"
             )
             raise InvalidSnowflakeError(f"engine must be an AsyncEngine, not {engine!r}; {hint}")
-        self._setup(
-            ttl=ttl,
-            table=table,
-            max_worker_id=max_worker_id,
-            clock=clock,
-            max_skew=max_skew,
-            max_wait=max_wait,
-        )
-        self.engine = engine
-        self.create_table = bool(create_table)
+
+    def _open(self) -> None:
+        # No I/O here: `async with` or start() claims.
         self._db: AsyncEngine | None = None  # the twin pool's engine, while started
         self._own_db = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -825,7 +814,8 @@ class AsyncWorkerLease(_Lease):
             if self.create_table:
                 async with self._db.begin() as conn:
                     await conn.run_sync(self.table.create, checkfirst=True)
-            await self._claim()
+            async with self._db.connect() as conn:
+                await conn.run_sync(self._claim_in)
         except BaseException:
             self._closed.set()
             if self._own_db:
@@ -841,29 +831,6 @@ class AsyncWorkerLease(_Lease):
             raise
         return self
 
-    async def _claim(self) -> None:
-        assert self._db is not None
-        for _ in range(self.max_worker_id + 2):
-            sent = _lease_clock()
-            try:
-                async with self._db.begin() as conn:
-                    claim = await conn.run_sync(self._claim_on)
-            except sa.exc.DBAPIError as exc:
-                try:
-                    async with self._db.connect() as conn:
-                        outdated = await conn.run_sync(self._outdated)
-                except Exception:  # no table at all, or no database: the error says so
-                    outdated = False
-                if outdated:
-                    raise self._outdated_error() from exc
-                raise
-            if claim is not None:
-                self._claimed(claim, sent)
-                return
-        raise NoWorkerIdError(
-            f"could not claim a worker id in {self.table.name!r}: other processes kept taking them"
-        )
-
     async def _wait_past_floor(self) -> None:
         deadline = time.monotonic() + self.max_wait
         while (ahead := self._ahead_of_floor_ms(deadline)) >= 0:
@@ -876,30 +843,18 @@ class AsyncWorkerLease(_Lease):
         assert self._renew_lock is not None
         assert self._db is not None
         async with self._renew_lock:
-            if self._closed.is_set() or self._lost is not None:
-                return
-            if at_least_ms and self._mark_ms >= at_least_ms:
-                return  # another task's extension got there first
-            sent = _lease_clock()
-            async with self._db.begin() as conn:
-                mark = await conn.run_sync(self._renew_on, at_least_ms)
-            self._renewed(mark, sent)
+            if (sent := self._renewal_sent(at_least_ms)) is not None:
+                async with self._db.connect() as conn:
+                    await conn.run_sync(self._renew_in, at_least_ms, sent)
 
     async def _renew_forever(self) -> None:
         interval = self.ttl / 3
         try:
             while True:
                 await asyncio.sleep(interval)
-                try:
+                with self._scheduled_renewal():
                     await self._renew_once()
-                except ClockSkewError as exc:
-                    self._lost = str(exc)
-                except WorkerLeaseLostError:
-                    pass
-                except Exception:  # a failed renewal is retried; expiry is the guard
-                    continue
                 if self._lost is not None:
-                    self._renewal_failed()
                     return
         except asyncio.CancelledError:
             if not self._closed.is_set():
@@ -967,7 +922,7 @@ class AsyncWorkerLease(_Lease):
             return
         self._closed.set()
         self._valid_until = 0.0
-        if os.getpid() != self._pid or self._db is None:
+        if not self._in_owner_process() or self._db is None:
             return  # never started, or a forked child's copy: the parent owns the row
         db = self._db
         try:
@@ -988,8 +943,8 @@ class AsyncWorkerLease(_Lease):
     #: ``contextlib.aclosing`` calls it
     aclose = close
 
-    def _in_this_process(self, clock: Callable[[], int]) -> _Lease:
-        if _process_token() == self._token:
+    def _in_this_process(self, clock: Callable[[], int]) -> _Lease[Any]:
+        if self._in_owner_process():
             return self
         raise ForkedWorkerError(
             f"this process was forked from the one that holds AsyncWorkerLease worker id "

@@ -155,21 +155,43 @@ def sequences_table(metadata: sa.MetaData, name: str = DEFAULT_TABLE) -> sa.Tabl
         sequences_table(metadata)
         metadata.create_all(engine)
     """
-    existing = metadata.tables.get(name)
-    if existing is not None:
-        if {c.name for c in existing.columns} != {"name", "next_value"}:
-            raise InvalidSequenceError(
-                f"metadata already has a table {name!r} that is not a sequences table "
-                "(columns name, next_value); pass another name"
-            )
-        return existing
-    return sa.Table(
-        name,
+    return library_table(
         metadata,
+        name,
+        "sequences",
         sa.Column("name", name_type(), primary_key=True),
         sa.Column("next_value", sa.BigInteger, nullable=False, autoincrement=False),
-        info={"seqkeys": "sequences"},
+        error=InvalidSequenceError,
     )
+
+
+def library_table(
+    metadata: sa.MetaData,
+    name: str,
+    kind: str,
+    *columns: sa.Column[Any],
+    error: type[SeqKeysError] | None = None,
+) -> sa.Table:
+    """``metadata``'s table ``name``, declared with ``columns`` unless it is there already.
+
+    A table this library declares is tagged ``info={"seqkeys": kind}`` (how
+    Alembic autogenerate knows it). With ``error``, a table already there must
+    have the same columns, else ``error`` is raised. Example::
+
+        >>> t = library_table(sa.MetaData(), "t", "demo", sa.Column("k", sa.Integer))
+        >>> t.info, library_table(t.metadata, "t", "demo") is t
+        ({'seqkeys': 'demo'}, True)
+    """
+    existing = metadata.tables.get(name)
+    if existing is None:
+        return sa.Table(name, metadata, *columns, info={"seqkeys": kind})
+    wanted = [c.name for c in columns]
+    if error is not None and {c.name for c in existing.columns} != set(wanted):
+        raise error(
+            f"metadata already has a table {name!r} that is not a {kind} table "
+            f"(columns {', '.join(wanted)}); pass another name"
+        )
+    return existing
 
 
 @lru_cache(maxsize=64)

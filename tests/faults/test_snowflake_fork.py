@@ -103,6 +103,7 @@ def _ids(text: str) -> list[int]:
     return [int(v) for v in text.split()]
 
 
+@pytest.mark.usefixtures("fork_marker")  # either way of noticing the child
 @pytest.mark.parametrize("fork", list(FORKS))
 def test_a_child_with_a_fixed_worker_id_refuses_its_first_id(fork: str) -> None:
     ids = Snowflake(worker_id=7)
@@ -119,6 +120,7 @@ def test_a_child_with_a_fixed_worker_id_refuses_its_first_id(fork: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("fork_marker")
 @pytest.mark.parametrize("fork", list(FORKS))
 def test_a_child_with_after_fork_shares_no_id_with_its_parent(fork: str) -> None:
     ids = Snowflake(worker_id=7, after_fork=lambda: 8)
