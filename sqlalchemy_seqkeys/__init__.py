@@ -24,7 +24,12 @@ from . import errors as _errors
 from .bitreverse import BitReversed, BitReversedSequence, bit_reversed_sequence, reverse_bits
 from .comb import CombLayout, comb_timestamp, new_comb
 from .errors import *  # noqa: F403 - every error, listed once in errors.__all__
-from .pooled import PooledSequence, pooled_sequence, resync_pooled_sequence
+from .pooled import (
+    PooledSequence,
+    pooled_sequence,
+    resync_pooled_sequence,
+    resync_pooled_sequence_async,
+)
 from .sequences import (
     SequenceMode,
     TableSequence,
@@ -82,6 +87,7 @@ __all__ = [
     "new_uuid7",
     "pooled_sequence",
     "resync_pooled_sequence",
+    "resync_pooled_sequence_async",
     "resync_table_sequence",
     "resync_table_sequence_async",
     "reverse_bits",

@@ -849,32 +849,13 @@ def _resync(
     return None
 
 
-async def resync_pooled_sequence_async(
-    bind: AsyncEngine | AsyncConnection,
-    name: str,
-    table: str | sa.Table,
-    column: str,
-    *,
-    schema: str | None = None,
-    sequence_schema: str | None = None,
-    sequences_table: str = DEFAULT_TABLE,
-) -> int | None:
-    """Awaitable :func:`resync_pooled_sequence`: an AsyncEngine commits, a connection joins.
+resync_pooled_sequence_async = _aio.awaitable(
+    resync_pooled_sequence,
+    'await resync_pooled_sequence_async(async_engine, "order_id", "orders", "id")',
+)
+"""Awaitable :func:`resync_pooled_sequence`: an AsyncEngine commits, an AsyncConnection joins.
 
-    Example::
+The same arguments after the bind. Example::
 
-        await resync_pooled_sequence_async(async_engine, "order_id", "orders", "id")
-    """
-    check_name(name)
-    _highest(table, column, schema)
-    return await _aio.on_connection(
-        bind,
-        "resync_pooled_sequence",
-        _resync,
-        name,
-        table,
-        column,
-        schema,
-        sequence_schema,
-        sequences_table,
-    )
+    await resync_pooled_sequence_async(async_engine, "order_id", "orders", "id")
+"""

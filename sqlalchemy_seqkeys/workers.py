@@ -402,8 +402,8 @@ class _Lease(Generic[_E]):
         return LeaseTableOutdatedError(
             f"the worker-lease table {name!r} has no {MARK_COLUMN!r} column: it was created "
             "by an older sqlalchemy-seqkeys. Add it in an Alembic migration: "
-            f"op.upgrade_worker_lease_table({table_arg}) (after import sqlalchemy_seqkeys.alembic; "
-            "alembic revision --autogenerate proposes it), or drop the table while no "
+            f"op.upgrade_worker_lease_table({table_arg}) (an operation of the seqkeys Alembic "
+            "plugin; alembic revision --autogenerate proposes it), or drop the table while no "
             "process holds a lease (WorkerLease creates it anew)"
         )
 
@@ -968,18 +968,9 @@ def _twin(engine: AsyncEngine) -> tuple[AsyncEngine, bool]:
     """An AsyncEngine over a twin of ``engine``'s pool (the lease's own), and if it is new."""
     from sqlalchemy.ext.asyncio import AsyncEngine
 
+    from .sequences._lane import shares_one_connection, twin_engine
+
     sync = engine.sync_engine
-    if isinstance(sync.pool, (sa.pool.StaticPool, sa.pool.SingletonThreadPool)):
-        # every checkout is the one connection (in-memory SQLite): no second one to open
+    if shares_one_connection(sync):  # in-memory SQLite: no second connection to open
         return engine, False
-    twin = AsyncEngine(
-        sa.engine.Engine(
-            sync.pool.recreate(),
-            sync.dialect,
-            sync.url,
-            logging_name=sync.logging_name,
-            echo=sync.echo,
-            hide_parameters=sync.hide_parameters,
-        )
-    )
-    return twin, True
+    return AsyncEngine(twin_engine(sync)), True

@@ -11,8 +11,8 @@ sync function; nothing returns an int or a coroutine depending on its argument.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard, TypeVar, cast
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeGuard, TypeVar, cast
 
 import sqlalchemy as sa
 
@@ -23,9 +23,10 @@ from ._lane import greenlet_spawn
 if TYPE_CHECKING:  # importing sqlalchemy.ext.asyncio needs greenlet, an optional package
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-__all__ = ["AsyncBind", "check_sync_bind", "on_connection", "on_engine"]
+__all__ = ["AsyncBind", "awaitable", "check_sync_bind", "on_connection", "on_engine"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 AsyncBind: TypeAlias = "AsyncEngine | AsyncConnection"
 """What the awaitable forms take: an AsyncEngine, or an AsyncConnection (joins its transaction)."""
@@ -91,3 +92,35 @@ async def on_engine(
     if _is_async_connection(bind):
         return await bind.run_sync(fn, *args, **kwargs)
     return await greenlet_spawn(fn, cast("AsyncEngine", bind).sync_engine, *args, **kwargs)
+
+
+def awaitable(
+    fn: Callable[Concatenate[sa.Engine | sa.Connection, P], T], example: str
+) -> Callable[Concatenate[AsyncBind, P], Coroutine[Any, Any, T]]:
+    """The awaitable twin of ``fn``, a function whose first argument is an Engine or Connection.
+
+    ``await twin(async_engine, ...)`` runs ``fn(async_engine.sync_engine, ...)``
+    in SQLAlchemy's greenlet (so ``fn`` checks its arguments before any I/O and
+    commits its own transaction); ``await twin(async_connection, ...)`` runs
+    ``fn`` on the connection's sync side, in the caller's transaction. One
+    twin per function, with its arguments and result, instead of a copy of
+    each signature (``example`` ends its docstring)::
+
+        resync_table_sequence_async = awaitable(
+            resync_table_sequence,
+            'await resync_table_sequence_async(async_engine, "invoice_id", "invoices", "id")',
+        )
+    """
+    what = fn.__name__
+
+    async def twin(bind: AsyncBind, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await on_engine(bind, what, fn, *args, **kwargs)
+
+    twin.__name__ = twin.__qualname__ = f"{what}_async"
+    twin.__module__ = fn.__module__
+    twin.__doc__ = (
+        f"Awaitable :func:`{what}`, with the same arguments after an AsyncEngine "
+        "(a transaction of its own, committed) or an AsyncConnection (joins its transaction)."
+        f"\n\nExample::\n\n    {example}\n"
+    )
+    return twin

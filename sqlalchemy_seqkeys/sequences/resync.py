@@ -60,7 +60,7 @@ from .table import (
 )
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+    pass
 
 __all__ = ["resync_statement", "resync_table_sequence", "resync_table_sequence_async"]
 
@@ -164,32 +164,16 @@ def resync_table_sequence(
     return _resync(bind, update, highest, name, sequences_table)
 
 
-async def resync_table_sequence_async(
-    bind: AsyncEngine | AsyncConnection,
-    name: str,
-    table: str | sa.Table,
-    column: str,
-    *,
-    schema: str | None = None,
-    sequences_table: str = DEFAULT_TABLE,
-) -> int:
-    """Awaitable :func:`resync_table_sequence`: an AsyncEngine commits, an AsyncConnection joins.
+resync_table_sequence_async = _aio.awaitable(
+    resync_table_sequence,
+    'await resync_table_sequence_async(async_engine, "invoice_id", "invoices", "id")',
+)
+"""Awaitable :func:`resync_table_sequence`: an AsyncEngine commits, an AsyncConnection joins.
 
-    Example::
+The same arguments after the bind. Example::
 
-        await resync_table_sequence_async(async_engine, "invoice_id", "invoices", "id")
-    """
-    _statements(name, table, column, schema, sequences_table)  # bad arguments, before any I/O
-    return await _aio.on_connection(
-        bind,
-        "resync_table_sequence",
-        resync_table_sequence,
-        name,
-        table,
-        column,
-        schema=schema,
-        sequences_table=sequences_table,
-    )
+    await resync_table_sequence_async(async_engine, "invoice_id", "invoices", "id")
+"""
 
 
 def _resync(

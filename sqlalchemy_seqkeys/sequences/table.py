@@ -72,7 +72,7 @@ from sqlalchemy_seqkeys.errors import (
 from . import _aio
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+    pass
 
 __all__ = [
     "EXACT_NAME_COLLATION",
@@ -660,52 +660,24 @@ def _drop(conn: sa.Connection, name: str, table: str, checkfirst: bool) -> bool:
     return dropped
 
 
-async def create_table_sequence_async(
-    bind: AsyncEngine | AsyncConnection,
-    name: str,
-    start: int = 1,
-    *,
-    table: str = DEFAULT_TABLE,
-    checkfirst: bool = False,
-    if_not_exists: bool | None = None,
-) -> bool:
-    """Awaitable :func:`create_table_sequence`: an AsyncEngine commits, an AsyncConnection joins.
+create_table_sequence_async = _aio.awaitable(
+    create_table_sequence,
+    'await create_table_sequence_async(async_engine, "invoice_id", start=1000)',
+)
+"""Awaitable :func:`create_table_sequence`: an AsyncEngine commits, an AsyncConnection joins.
 
-    Example::
+The same arguments after the bind. Example::
 
-        await create_table_sequence_async(async_engine, "invoice_id", start=1000)
-    """
-    checkfirst = checkfirst_from(
-        checkfirst, if_not_exists, "if_not_exists", "create_table_sequence_async"
-    )
-    check_name(name)
-    return await _aio.on_connection(
-        bind,
-        "create_table_sequence",
-        create_table_sequence,
-        name,
-        start,
-        table=table,
-        checkfirst=checkfirst,
-    )
+    await create_table_sequence_async(async_engine, "invoice_id", start=1000)
+"""
 
+drop_table_sequence_async = _aio.awaitable(
+    drop_table_sequence,
+    'await drop_table_sequence_async(async_engine, "invoice_id", checkfirst=True)',
+)
+"""Awaitable :func:`drop_table_sequence`: an AsyncEngine commits, an AsyncConnection joins.
 
-async def drop_table_sequence_async(
-    bind: AsyncEngine | AsyncConnection,
-    name: str,
-    *,
-    table: str = DEFAULT_TABLE,
-    checkfirst: bool = False,
-    if_exists: bool | None = None,
-) -> bool:
-    """Awaitable :func:`drop_table_sequence`: an AsyncEngine commits, an AsyncConnection joins.
+The same arguments after the bind. Example::
 
-    Example::
-
-        await drop_table_sequence_async(async_engine, "invoice_id", checkfirst=True)
-    """
-    checkfirst = checkfirst_from(checkfirst, if_exists, "if_exists", "drop_table_sequence_async")
-    check_name(name)
-    return await _aio.on_connection(
-        bind, "drop_table_sequence", drop_table_sequence, name, table=table, checkfirst=checkfirst
-    )
+    await drop_table_sequence_async(async_engine, "invoice_id", checkfirst=True)
+"""
