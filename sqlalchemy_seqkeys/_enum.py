@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
-from typing import TypeVar
+from typing import Any, ClassVar, TypeVar
 
 __all__ = ["ChoiceEnum"]
 
@@ -12,15 +13,28 @@ E = TypeVar("E", bound="ChoiceEnum")
 
 class ChoiceEnum(str, Enum):
     """A ``str`` enum: members compare and hash as their values, and ``coerce``
-    turns a value into a member or raises the subclass's error naming the choices."""
+    turns a value into a member or raises the subclass's error naming the choices.
 
-    @classmethod
-    def _invalid(cls, message: str) -> Exception:
-        return ValueError(message)
+    A subclass names its error and its noun as class keywords::
 
-    @classmethod
-    def _noun(cls) -> str:
-        return cls.__name__
+        class CombLayout(ChoiceEnum, error=InvalidLayoutError, noun="COMB layout"):
+            ...
+    """
+
+    # set by __init_subclass__ (a value here would make them members)
+    _error: ClassVar[Callable[[str], Exception]]
+    _noun: ClassVar[str]
+
+    def __init_subclass__(
+        cls,
+        *,
+        error: Callable[[str], Exception] = ValueError,
+        noun: str = "",
+        **kwargs: Any,
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._error = error
+        cls._noun = noun or cls.__name__
 
     @classmethod
     def coerce(cls: type[E], value: E | str) -> E:
@@ -29,4 +43,6 @@ class ChoiceEnum(str, Enum):
             return cls(value)
         except ValueError:
             choices = ", ".join(repr(m.value) for m in cls)
-            raise cls._invalid(f"{value!r} is not a {cls._noun()}; use one of {choices}") from None
+            raise cls._error(
+                f"{value!r} is not a {cls._noun}; use one of {choices} or a {cls.__name__} member"
+            ) from None

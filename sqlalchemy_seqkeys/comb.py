@@ -69,7 +69,7 @@ _MS_BITS = 48
 _MS_LIMIT = 1 << _MS_BITS
 
 
-class CombLayout(ChoiceEnum):
+class CombLayout(ChoiceEnum, error=InvalidLayoutError, noun="COMB layout"):
     """Where a COMB GUID keeps its timestamp; plain strings are accepted too.
 
     Example::
@@ -86,14 +86,6 @@ class CombLayout(ChoiceEnum):
     AS_BINARY = "as_binary"
     #: Timestamp in bytes 10-15, which SQL Server's ``uniqueidentifier`` compares first.
     AT_END = "at_end"
-
-    @classmethod
-    def _invalid(cls, message: str) -> Exception:
-        return InvalidLayoutError(message + " or a CombLayout member")
-
-    @classmethod
-    def _noun(cls) -> str:
-        return "COMB layout"
 
 
 def _bad_layout(layout: object) -> InvalidLayoutError:

@@ -210,7 +210,7 @@ __all__ = ["MAX_BATCH_SIZE", "SequenceMode", "TableSequence"]
 MAX_BATCH_SIZE = 2**31
 
 
-class SequenceMode(ChoiceEnum):
+class SequenceMode(ChoiceEnum, error=InvalidSequenceError, noun="sequence mode"):
     """How a :class:`TableSequence` takes values; plain strings are accepted too.
 
     Example::
@@ -221,22 +221,15 @@ class SequenceMode(ChoiceEnum):
         <SequenceMode.BATCH: 'batch'>
     """
 
-    #: In the application's transaction: ordered and gapless (the source's SYNC).
+    #: In the application's transaction: ordered and gapless (SYNC in Spanner's
+    #: sequence-generation guide).
     IN_TRANSACTION = "in_transaction"
-    #: In a short transaction of its own, per value (the source's ASYNC).
+    #: In a short transaction of its own, per value (that guide's ASYNC).
     SEPARATE = "separate"
     #: ``batch_size`` values per round trip, handed out from memory.
     BATCH = "batch"
     #: As BATCH, refilled in the background (a thread; a task under asyncio) at the low watermark.
     ASYNC_BATCH = "async_batch"
-
-    @classmethod
-    def _invalid(cls, message: str) -> Exception:
-        return InvalidSequenceError(message)
-
-    @classmethod
-    def _noun(cls) -> str:
-        return "sequence mode"
 
 
 # -- SQLite: does the flush's transaction hold the write lock? ---------------
