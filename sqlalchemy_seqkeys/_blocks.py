@@ -27,7 +27,7 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import sqlalchemy as sa
 
@@ -37,9 +37,11 @@ from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import _tenant
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+    pass
 
 __all__ = ["AwaitableDDL", "BlockState", "BlockStore", "batch_counter", "begin", "connect"]
+
+AwaitableDDL = _aio.AwaitableDDL  # its home is sequences._aio (TableSequence uses it too)
 
 
 class BlockState:
@@ -125,53 +127,24 @@ def batch_counter(name: str, size: int, start: int, table: str) -> TableSequence
 
 
 @contextlib.contextmanager
-def begin(bind: sa.Engine | sa.Connection, what: str) -> Iterator[sa.Connection]:
+def _on(bind: sa.Engine | sa.Connection, what: str, *, begin: bool) -> Iterator[sa.Connection]:
+    _aio.check_sync_bind(bind, what)
+    if not isinstance(bind, sa.Engine):
+        yield bind
+        return
+    with bind.begin() if begin else bind.connect() as conn:
+        yield conn
+
+
+def begin(
+    bind: sa.Engine | sa.Connection, what: str
+) -> contextlib.AbstractContextManager[sa.Connection]:
     """A transaction of its own with an Engine (committed at the end); a Connection as it is."""
-    _aio.check_sync_bind(bind, what)
-    if isinstance(bind, sa.Engine):
-        with bind.begin() as conn:
-            yield conn
-    else:
-        yield bind
+    return _on(bind, what, begin=True)
 
 
-@contextlib.contextmanager
-def connect(bind: sa.Engine | sa.Connection, what: str) -> Iterator[sa.Connection]:
+def connect(
+    bind: sa.Engine | sa.Connection, what: str
+) -> contextlib.AbstractContextManager[sa.Connection]:
     """A connection of its own with an Engine (no transaction begun); a Connection as it is."""
-    _aio.check_sync_bind(bind, what)
-    if isinstance(bind, sa.Engine):
-        with bind.connect() as conn:
-            yield conn
-    else:
-        yield bind
-
-
-class _CreatesAndDrops(Protocol):
-    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> object: ...
-    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> object: ...
-
-
-class AwaitableDDL:
-    """A mixin: the awaitable twins of the class's ``create`` and ``drop``, run by ``run_sync``."""
-
-    async def create_async(
-        self: _CreatesAndDrops, bind: AsyncEngine | AsyncConnection, *, checkfirst: bool = False
-    ) -> None:
-        """Awaitable :meth:`create`: an AsyncEngine commits, an AsyncConnection joins.
-
-        Example::
-
-            await order_id.create_async(async_engine, checkfirst=True)
-        """
-        await _aio.on_connection(bind, "create", self.create, checkfirst=checkfirst)
-
-    async def drop_async(
-        self: _CreatesAndDrops, bind: AsyncEngine | AsyncConnection, *, checkfirst: bool = False
-    ) -> None:
-        """Awaitable :meth:`drop`: an AsyncEngine commits, an AsyncConnection joins.
-
-        Example::
-
-            await order_id.drop_async(async_engine, checkfirst=True)
-        """
-        await _aio.on_connection(bind, "drop", self.drop, checkfirst=checkfirst)
+    return _on(bind, what, begin=False)

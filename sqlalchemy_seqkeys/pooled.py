@@ -77,6 +77,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -623,13 +624,19 @@ def _highest(table: str | sa.Table, column: str, schema: str | None) -> sa.Subqu
     return sa.select(sa.func.max(table.c[column]).label("m")).subquery("top")
 
 
-def _pg_statements(
-    dialect: sa.Dialect,
-    sequence: sa.Sequence,
-    qualified: str,
-    top: sa.Subquery,
-    translate: dict[str | None, str | None] | None,
-) -> list[sa.Executable]:
+@dataclass(frozen=True)
+class _Resync:
+    """What a resync's statements are built from (one engine's builder takes it)."""
+
+    dialect: sa.Dialect
+    sequence: sa.Sequence
+    qualified: str  # the sequence's name as SQL text, quoted, its schema translated
+    top: sa.Subquery  # SELECT MAX(column) AS m
+    translate: dict[str | None, str | None] | None  # the schema_translate_map
+
+
+def _pg_statements(r: _Resync) -> list[sa.Executable]:
+    sequence, qualified, top = r.sequence, r.qualified, r.top
     # ALTER SEQUENCE blocks nextval and setval until the transaction ends, so
     # no block can be taken between reading the sequence and moving it.
     lock = sa.DDL(f"ALTER SEQUENCE {qualified.replace('%', '%%')} NO CYCLE")  # type: ignore[no-untyped-call]
@@ -664,13 +671,8 @@ def _pg_statements(
     return [lock, move]
 
 
-def _mariadb_statements(
-    dialect: sa.Dialect,
-    sequence: sa.Sequence,
-    qualified: str,
-    top: sa.Subquery,
-    translate: dict[str | None, str | None] | None,
-) -> list[sa.Executable]:
+def _mariadb_statements(r: _Resync) -> list[sa.Executable]:
+    dialect, qualified, top, translate = r.dialect, r.qualified, r.top, r.translate
     # SETVAL(s, v, 0) makes v the next value unless s is already past v (then
     # it changes nothing and returns NULL): atomic beside NEXTVAL, never back.
     # It takes constants only, so MAX + 1 reaches it through a session
@@ -695,10 +697,7 @@ def _mariadb_statements(
     return [remember, move]
 
 
-_Builder = Callable[
-    [sa.Dialect, sa.Sequence, str, sa.Subquery, "dict[str | None, str | None] | None"],
-    list[sa.Executable],
-]
+_Builder = Callable[[_Resync], list[sa.Executable]]
 #: by _dialect.facts(dialect).sequence_resync
 _RESYNC_STATEMENTS: dict[str | None, _Builder] = {
     "setval": _pg_statements,
@@ -748,7 +747,7 @@ def resync_pooled_statements(
     else:
         qualified = _quoted(dialect, name, sequence_schema)
     sequence = sa.Sequence(name, schema=sequence_schema)
-    return build(dialect, sequence, qualified, top, schema_translate_map)
+    return build(_Resync(dialect, sequence, qualified, top, schema_translate_map))
 
 
 def resync_pooled_sequence(

@@ -12,7 +12,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeAlias, TypeGuard, TypeVar, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    ParamSpec,
+    Protocol,
+    TypeAlias,
+    TypeGuard,
+    TypeVar,
+    cast,
+)
 
 import sqlalchemy as sa
 
@@ -23,9 +33,17 @@ from ._lane import greenlet_spawn
 if TYPE_CHECKING:  # importing sqlalchemy.ext.asyncio needs greenlet, an optional package
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-__all__ = ["AsyncBind", "awaitable", "check_sync_bind", "on_connection", "on_engine"]
+__all__ = [
+    "AsyncBind",
+    "AwaitableDDL",
+    "awaitable",
+    "check_sync_bind",
+    "on_connection",
+    "on_engine",
+]
 
 T = TypeVar("T")
+R = TypeVar("R", covariant=True)
 P = ParamSpec("P")
 
 AsyncBind: TypeAlias = "AsyncEngine | AsyncConnection"
@@ -124,3 +142,30 @@ def awaitable(
         f"\n\nExample::\n\n    {example}\n"
     )
     return twin
+
+
+class _CreatesAndDrops(Protocol[R]):
+    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = ...) -> R: ...
+    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = ...) -> R: ...
+
+
+class AwaitableDDL:
+    """A mixin: ``create_async`` and ``drop_async``, the class's ``create`` and ``drop`` awaited."""
+
+    async def create_async(
+        self: _CreatesAndDrops[T], bind: AsyncBind, *, checkfirst: bool = False
+    ) -> T:
+        """Awaitable :meth:`create`: an AsyncEngine commits, an AsyncConnection joins.
+
+        Example: ``await invoice_id.create_async(async_engine, checkfirst=True)``
+        """
+        return await on_connection(bind, "create", self.create, checkfirst=checkfirst)
+
+    async def drop_async(
+        self: _CreatesAndDrops[T], bind: AsyncBind, *, checkfirst: bool = False
+    ) -> T:
+        """Awaitable :meth:`drop`: an AsyncEngine commits, an AsyncConnection joins.
+
+        Example: ``await invoice_id.drop_async(async_engine, checkfirst=True)``
+        """
+        return await on_connection(bind, "drop", self.drop, checkfirst=checkfirst)

@@ -321,7 +321,7 @@ def _allocation_engine(engine: sa.Engine, conn: sa.Connection | None) -> tuple[s
     return engine.execution_options(schema_translate_map=translate), tenant
 
 
-class TableSequence:
+class TableSequence(_aio.AwaitableDDL):
     """A numeric key from the sequences table; use it as a column default.
 
     ``mode`` is one of :class:`SequenceMode` (or its string). ``batch_size``
@@ -490,48 +490,6 @@ class TableSequence:
         return list(range(first, first + n))
 
     # -- the awaitable forms (AsyncEngine / AsyncConnection) ----------------------
-
-    async def create_async(
-        self,
-        bind: AsyncEngine | AsyncConnection,
-        *,
-        checkfirst: bool = False,
-        if_not_exists: bool | None = None,
-    ) -> bool:
-        """Awaitable :meth:`create`: an AsyncEngine commits, an AsyncConnection joins.
-
-        Example::
-
-            await invoice_id.create_async(async_engine, checkfirst=True)
-        """
-        checkfirst = checkfirst_from(checkfirst, if_not_exists, "if_not_exists", "create_async")
-        return await _aio.on_connection(
-            bind,
-            "create",
-            create_table_sequence,
-            self.name,
-            self.start,
-            table=self.table,
-            checkfirst=checkfirst,
-        )
-
-    async def drop_async(
-        self,
-        bind: AsyncEngine | AsyncConnection,
-        *,
-        checkfirst: bool = False,
-        if_exists: bool | None = None,
-    ) -> bool:
-        """Awaitable :meth:`drop`: an AsyncEngine commits, an AsyncConnection joins.
-
-        Example::
-
-            await invoice_id.drop_async(async_engine, checkfirst=True)
-        """
-        checkfirst = checkfirst_from(checkfirst, if_exists, "if_exists", "drop_async")
-        return await _aio.on_connection(
-            bind, "drop", drop_table_sequence, self.name, table=self.table, checkfirst=checkfirst
-        )
 
     async def next_value_async(self, bind: AsyncEngine | AsyncConnection) -> int:
         """Awaitable :meth:`next_value`; with an AsyncEngine, in a transaction of its own.
