@@ -85,6 +85,8 @@ class DialectFacts:
     #: a shard column is a generated column the database fills (else the
     #: library fills it client-side)
     generates_shard_columns: bool = False
+    #: the server's current time in Unix milliseconds, as SQL (worker leases)
+    now_ms_sql: str = "CAST((EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000) AS BIGINT)"
 
 
 _COMMON = DialectFacts()
@@ -95,6 +97,7 @@ _FACTS: dict[str, DialectFacts] = {
         autocommit_allocation=True,
         sequence_catalog="pg_sequence",
         sequence_resync="setval",
+        now_ms_sql="CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
     ),
     "mysql": DialectFacts(  # MariaDB too (family counts it as MySQL)
         display_name="MySQL/MariaDB",
@@ -103,12 +106,17 @@ _FACTS: dict[str, DialectFacts] = {
         names_ignore_case=True,  # 0.1's tables took the default collation; 0.2's are utf8mb4_bin
         sequence_catalog="sequence_row",
         sequence_resync="alter_restart",
+        # UNIX_TIMESTAMP(NOW(3)) converts the session's local time back, which is
+        # ambiguous in the repeated autumn hour and comes out an hour early there.
+        # UTC_TIMESTAMP and TIMESTAMPDIFF involve no zone at all.
+        now_ms_sql="(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)",
     ),
     "sqlite": DialectFacts(
         display_name="SQLite",
         guid_storage="char_blob",
         integer_is_64_bits=True,
         single_writer_lock=True,
+        now_ms_sql="CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
     ),
     "mssql": DialectFacts(
         display_name="SQL Server",
@@ -126,6 +134,7 @@ _FACTS: dict[str, DialectFacts] = {
         integer_is_64_bits=True,
         bit_reversed_sequences_only=True,
         generates_shard_columns=True,
+        now_ms_sql="UNIX_MILLIS(CURRENT_TIMESTAMP())",
     ),
 }
 

@@ -107,7 +107,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
 from . import _aio, _fork
-from ._dialect import family, insert_ignoring_conflict
+from ._dialect import facts, insert_ignoring_conflict
 from ._validate import check_int, check_seconds
 from .errors import (
     ClockSkewError,
@@ -157,22 +157,9 @@ class server_now_ms(FunctionElement[int]):  # noqa: N801 - reads like the SQL fu
     inherit_cache = True
 
 
-#: the expression per engine family (_dialect.family); others get the SQL standard's
-_SERVER_NOW_MS = {
-    "postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
-    # UNIX_TIMESTAMP(NOW(3)) converts the session's local time back, which is
-    # ambiguous in the repeated autumn hour and comes out an hour early there.
-    # UTC_TIMESTAMP and TIMESTAMPDIFF involve no zone at all.
-    "mysql": "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)",
-    "sqlite": "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
-    "spanner": "UNIX_MILLIS(CURRENT_TIMESTAMP())",
-}
-_SERVER_NOW_MS_STANDARD = "CAST((EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000) AS BIGINT)"
-
-
 @compiles(server_now_ms)
 def _server_now_ms(element: Any, compiler: Any, **kw: Any) -> str:
-    return _SERVER_NOW_MS.get(family(compiler.dialect), _SERVER_NOW_MS_STANDARD)
+    return facts(compiler.dialect).now_ms_sql
 
 
 def workers_table(metadata: sa.MetaData, name: str = DEFAULT_TABLE) -> sa.Table:
