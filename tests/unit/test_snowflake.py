@@ -364,12 +364,18 @@ def test_rebinding_while_threads_mint(lock_free: bool, monkeypatch: pytest.Monke
     threads = [threading.Thread(target=lambda o=o: o.extend(mint())) for o in results]
     for t in threads:
         t.start()
-    for i in range(300):
-        ids.bind(2 if i % 2 == 0 else 1)
-        time.sleep(0.0005)  # let the threads mint under each binding, even on a busy machine
-    stop.set()
-    for t in threads:
-        t.join()
+    # the GIL passes every 0.5 ms (not 5): the rebinding thread gets its turns among four minters
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    try:
+        for i in range(100):
+            ids.bind(2 if i % 2 == 0 else 1)
+            time.sleep(0.0005)  # let the threads mint under each binding, even on a busy machine
+    finally:
+        sys.setswitchinterval(switch)
+        stop.set()
+        for t in threads:
+            t.join()
     assert not errors, errors
     every = [v for out in results for v in out]
     assert len(set(every)) == len(every)
