@@ -623,6 +623,10 @@ TARGETS = (
 )
 
 
+#: The issue's size: rows per key
+TARGET_ROWS = 10_000_000
+
+
 def _matching(pattern: str, names: Sequence[str]) -> list[str]:
     if pattern.endswith("*"):
         return [n for n in names if n.startswith(pattern[:-1])]
@@ -648,6 +652,12 @@ def targets_table(run_: ScaleRun) -> Table:
                 target = f"time {op} {bound:.2f}x"
             shown = time_ratio(r, base)
             table.add(LABELS[key], name, shown, target, "met" if met else "NOT met")
+    if run_.results:
+        met = run_.rows >= TARGET_ROWS
+        table.add(
+            "both", "every key", f"{run_.rows:,} rows", f"{TARGET_ROWS:,} rows per key",
+            "met" if met else "NOT met",
+        )  # fmt: skip
     return table
 
 

@@ -91,6 +91,8 @@ def test_tables_show_ratios_to_identity(smoke: scale.ScaleRun) -> None:
     targets = scale.targets_table(smoke)
     assert {row[1] for row in targets.rows} >= {"comb", "uuid7", "uuid4", "pooled"}
     assert {row[-1] for row in targets.rows} <= {"met", "NOT met"}
+    assert targets.rows[-1] == ["both", "every key", "2,000 rows", "10,000,000 rows per key",
+                                "NOT met"]  # fmt: skip
     text = scale.render_markdown(smoke, ["scale", "--rows", str(ROWS)])
     assert "`python -m benchmarks scale --rows 2000`" in text
 
