@@ -469,7 +469,9 @@ def run(
 ) -> ScaleRun:
     """Start each engine's private server, run ``variants`` there in order, stop it.
 
-    A variant that fails is reported in the notes and the others go on. With
+    A variant that fails is reported in the notes and the others go on. A
+    variant named twice runs twice; the second is ``NAME (again)`` (``identity``
+    first and last shows how far the machine drifted during the run). With
     ``max_ratio``, a variant run after ``identity`` stops once it has taken
     ``max_ratio`` times identity's whole time (see :func:`measure_variant`).
 
@@ -508,11 +510,14 @@ def run(
                             progress.bar(f"{key} {name}", done, rows)
 
                     try:
+                        again = any(r.variant == name for r in results)
                         measured = measure_variant(
-                            engine, key, specs[name], rows, batch, step, limit
+                            engine, key, specs[name], rows, batch, step, None if again else limit
                         )
+                        if again:  # named twice (e.g. identity first and last): the drift
+                            measured.variant = f"{name} (again)"
                         results.append(measured)
-                        if name == "identity" and max_ratio is not None:
+                        if name == "identity" and not again and max_ratio is not None:
                             base_seconds = measured.seconds
                             limit = max_ratio * base_seconds
                         if measured.stopped:
@@ -570,7 +575,7 @@ def results_table(results: Sequence[Measured]) -> Table:
     A variant stopped by the time limit has its time ratio as a lower bound
     (``>= R``) and its size, WAL and split ratios per row, marked ``/row``.
     """
-    base = next((r for r in results if r.variant == "identity"), results[0])
+    base = next((r for r in results if r.variant == "identity"), results[0])  # the first
     postgres = results[0].engine == "postgresql"
     header = ["key", "column", "rows", "seconds", "rows/s", "time vs identity", "table MiB",
               "index MiB", "size vs identity"]  # fmt: skip

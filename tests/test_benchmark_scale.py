@@ -161,6 +161,20 @@ def test_a_stopped_variant_is_a_lower_bound(engines: Any) -> None:
     assert "was stopped" in scale.render_markdown(run, ["scale", "--max-ratio", "4"])
 
 
+def test_a_variant_named_twice_runs_again() -> None:
+    """``identity`` first and last: the second row shows the drift, against the first."""
+    result = scale.run(
+        1_000, engines=["mariadb"], variants=["identity", "snowflake", "identity"],
+        settle=0.0, max_ratio=50,
+    )  # fmt: skip
+    names = [r.variant for r in result.results["mariadb"]]
+    assert names == ["identity", "snowflake", "identity (again)"]
+    assert not any(r.stopped for r in result.results["mariadb"])
+    table = scale.results_table(result.results["mariadb"])
+    assert table.rows[0][5] == "1.00x"
+    assert table.rows[2][0] == "identity (again)"
+
+
 def test_servers_stopped_and_removed(smoke: scale.ScaleRun) -> None:
     assert set(smoke.urls) == set(scale.ENGINES)
     for url in smoke.urls.values():
