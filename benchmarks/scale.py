@@ -70,6 +70,7 @@ __all__ = [
     "filesystem",
     "known",
     "main",
+    "mariadb_options",
     "measure_variant",
     "pg_settings",
     "pooled_spec",
@@ -295,21 +296,39 @@ def filesystem(path: str) -> str:
 NO_DIRECT_IO = ("tmpfs", "ramfs")
 
 
-def pg_settings(data_fs: str) -> dict[str, str]:
-    """:data:`PG_SETTINGS`, without ``debug_io_direct`` on a file system that refuses O_DIRECT.
+#: The servers' cache in MiB (``shared_buffers``, ``innodb_buffer_pool_size``) by default.
+CACHE_MB = 64
+
+
+def pg_settings(data_fs: str, cache_mb: int = CACHE_MB) -> dict[str, str]:
+    """:data:`PG_SETTINGS` with a cache of ``cache_mb``, without ``debug_io_direct`` on tmpfs.
 
     Example::
 
         >>> "debug_io_direct" in pg_settings("ext4"), "debug_io_direct" in pg_settings("tmpfs")
         (True, False)
+        >>> pg_settings("ext4", 16)["shared_buffers"]
+        '16MB'
     """
+    settings = {**PG_SETTINGS, "shared_buffers": f"{cache_mb}MB"}
     if data_fs in NO_DIRECT_IO:
-        return {k: v for k, v in PG_SETTINGS.items() if k != "debug_io_direct"}
-    return dict(PG_SETTINGS)
+        del settings["debug_io_direct"]
+    return settings
+
+
+def mariadb_options(cache_mb: int = CACHE_MB) -> tuple[str, ...]:
+    """:data:`MARIADB_OPTIONS` with a buffer pool of ``cache_mb``.
+
+    Example::
+
+        >>> mariadb_options(16)[0]
+        '--innodb-buffer-pool-size=16M'
+    """
+    return (f"--innodb-buffer-pool-size={cache_mb}M", *MARIADB_OPTIONS[1:])
 
 
 @contextlib.contextmanager
-def private_server(engine: str) -> Iterator[str]:
+def private_server(engine: str, cache_mb: int = CACHE_MB) -> Iterator[str]:
     """A private server for ``engine`` with small caches; its URL. Stopped and removed after.
 
     The data directory is under ``tempfile.gettempdir()`` (``TMPDIR``): keep it
@@ -318,13 +337,13 @@ def private_server(engine: str) -> Iterator[str]:
     if engine == "postgresql":
         from tests._pg18 import Postgres18
 
-        settings = pg_settings(filesystem(tempfile.gettempdir()))
+        settings = pg_settings(filesystem(tempfile.gettempdir()), cache_mb)
         with Postgres18(settings=settings) as server:
             yield server.url
     elif engine == "mariadb":
         from tests._servers import private_mariadb
 
-        with private_mariadb(options=MARIADB_OPTIONS) as url:
+        with private_mariadb(options=mariadb_options(cache_mb)) as url:
             yield url
     else:
         raise ValueError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
@@ -466,6 +485,7 @@ def run(
     progress: Progress | None = None,
     allocation_size: int = POOLED_ALLOCATION,
     max_ratio: float | None = None,
+    cache_mb: int = CACHE_MB,
 ) -> ScaleRun:
     """Start each engine's private server, run ``variants`` there in order, stop it.
 
@@ -493,7 +513,7 @@ def run(
         mine = [n for n in names if key in specs[n].engines]
         if progress is not None:
             progress.stage(f"{LABELS[key]}: starting a private server ({', '.join(mine)})")
-        with private_server(key) as url:
+        with private_server(key, cache_mb) as url:
             report.urls[key] = url
             engine = insert.bench_engine(url)
             try:
@@ -741,6 +761,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the block of the `pooled` variant (pooled-N: blocks of N, e.g. pooled-50)",
     )
     parser.add_argument(
+        "--cache-mb",
+        type=int,
+        default=CACHE_MB,
+        help="the servers' cache in MiB: shared_buffers, innodb_buffer_pool_size (a smaller "
+        "cache models a larger table)",
+    )
+    parser.add_argument(
         "--max-ratio",
         type=float,
         default=None,
@@ -759,12 +786,16 @@ def main(args: argparse.Namespace) -> int:
     """Run the engines and variants named on the command line; print (and write) the tables."""
     engines, variants = _split(args.engines), _split(args.variants)
     bad = [e for e in engines if e not in ENGINES] + [v for v in variants if not known(v)]
-    limits_ok = args.allocation_size >= 1 and (args.max_ratio is None or args.max_ratio > 1)
+    limits_ok = (
+        args.allocation_size >= 1
+        and args.cache_mb >= 8
+        and (args.max_ratio is None or args.max_ratio > 1)
+    )
     if bad or args.rows < 1 or not limits_ok:
         print(
             f"unknown engine or variant {', '.join(bad) or '-'} (rows and --allocation-size "
-            f"must be >= 1, --max-ratio > 1); engines: {', '.join(ENGINES)}; variants: "
-            f"{', '.join(SPECS)}, pooled-N",
+            f"must be >= 1, --cache-mb >= 8, --max-ratio > 1); engines: {', '.join(ENGINES)}; "
+            f"variants: {', '.join(SPECS)}, pooled-N",
             file=sys.stderr,
         )
         return 2
@@ -778,6 +809,7 @@ def main(args: argparse.Namespace) -> int:
         progress=progress,
         allocation_size=args.allocation_size,
         max_ratio=args.max_ratio,
+        cache_mb=args.cache_mb,
     )
     print(render_text(result), flush=True)
     if args.out:
