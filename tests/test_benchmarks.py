@@ -89,7 +89,7 @@ def test_sequences_prints_the_guide_tools_lines(
     engine: Engine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = engine.url.render_as_string(hide_password=False)
-    for mode in ("none", "native", "sync", "async", "batch", "async_batch"):
+    for mode in sequences.ALL_MODES:
         args = ["sequences", "--url", url, "--mode", mode, "--iterations", "20"]
         args += ["--threads", "2", "--txn-ms", "1", "--batch-size", "10", "--low-watermark", "3"]
         assert main(args) == 0
@@ -102,6 +102,34 @@ def test_sequences_prints_the_guide_tools_lines(
             "Latency: 90",
             "Latency: 99",
         ]
+
+
+@pytest.mark.backend
+def test_sequences_modes_take_unique_keys(engine: Engine) -> None:
+    """Every mode that takes a key hands each iteration its own, across threads and blocks."""
+    names = sequences.Names.prefixed("seqkeys_test_grid")
+    try:
+        for mode in ("native", "batch", "async_batch", "pooled"):
+            bench = sequences.bench_engine(engine.url.render_as_string(hide_password=False), 4)
+            try:
+                result = sequences.run_mode(
+                    bench, mode, iterations=60, threads=4, txn_ms=0, batch_size=7,
+                    low_watermark=2, names=names,
+                )  # fmt: skip
+            finally:
+                bench.dispose()
+            assert result.iterations == 60
+            assert len(result.values) == 60
+            assert all(isinstance(v, int) for v in result.values), mode
+            assert len(set(result.values)) == 60, mode
+            if mode == "pooled":
+                # blocks of 7 from one sequence: 60 keys fill 9 of them, and each of the
+                # other 3 threads may have taken one more when they ran out at once
+                keys = [int(str(v)) for v in result.values]
+                assert min(keys) == 1
+                assert len({(k - 1) // 7 for k in keys}) <= 9 + 3
+    finally:
+        sequences.drop_objects(engine, names)
 
 
 def test_sequences_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
