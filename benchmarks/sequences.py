@@ -347,6 +347,12 @@ def run_mode(
     for t in pool:
         t.join()
     seconds = time.perf_counter() - started
+    # An async_batch refill may still hold a connection: let it finish before
+    # the caller disposes of the engine (a connection checked out through a
+    # dispose is left to the garbage collector, unclosed).
+    for t in threading.enumerate():
+        if t.name.startswith("seqkeys-refill-"):
+            t.join(timeout=60)
     if errors:
         raise errors[0]
     return RunResult(mode, threads, len(latencies), seconds, latencies, values)
