@@ -169,3 +169,37 @@ def test_resync_beside_concurrent_allocations(server_data: tuple[Engine, sa.Tabl
     assert results == sorted(results), "resync never moved the sequence back"
     assert results[0] >= 5001
     assert _next(engine, "busy") == max(max(taken), results[-1] - 1) + 1
+
+
+def test_a_tenant_resyncs_from_its_own_table(pg_engine: Engine) -> None:
+    """Under a schema_translate_map the MAX is read from the tenant's table, the row is its own."""
+    schemas = ["seqkeys_resync_a", "seqkeys_resync_b"]
+
+    def run(sql: str) -> None:
+        with pg_engine.begin() as conn:
+            conn.execute(sa.text(sql))
+
+    for schema in schemas:
+        run(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        run(f"CREATE SCHEMA {schema}")
+    try:
+        a, b = (pg_engine.execution_options(schema_translate_map={None: s}) for s in schemas)
+        metadata = sa.MetaData()
+        sequences_table(metadata)
+        rows = sa.Table(
+            DATA,
+            metadata,
+            sa.Column("id", sa.BigInteger, primary_key=True),
+            sa.Column("note", sa.String(20)),
+        )
+        for tenant, keys in ((a, [5, 900]), (b, [3])):
+            metadata.create_all(tenant)
+            create_table_sequence(tenant, "imported")
+            _import(tenant, rows, keys)
+        assert resync_table_sequence(a, "imported", DATA, "id") == 901
+        assert resync_table_sequence(b, "imported", rows, "id") == 4
+        assert TableSequence("imported", mode="separate").next_value(a) == 901
+        assert TableSequence("imported", mode="separate").next_value(b) == 4
+    finally:
+        for schema in schemas:
+            run(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
