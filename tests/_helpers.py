@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
+import select
+import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+import pytest
 import sqlalchemy as sa
 
 T = TypeVar("T")
@@ -30,31 +35,72 @@ def in_threads(mint: Callable[[], T], threads: int, per_thread: int) -> list[lis
     return results
 
 
-def in_forked_child(child: Callable[[], str], parent: Callable[[], None] | None = None) -> str:
-    """Run ``child`` in a forked process (``parent`` meanwhile here); return what it returned.
+#: how long a forked child may take to send what it has to say
+CHILD_DEADLINE_S = 60.0
 
-    An exception in the child comes back as ``"<ExceptionName>: <message>"``.
+
+def wait_until(ns: int) -> None:
+    """Spin until ``time.time_ns()`` reaches ``ns`` (a millisecond boundary both sides share)."""
+    while time.time_ns() < ns:
+        pass
+
+
+def in_forked_child(
+    child: Callable[[], str],
+    parent: Callable[[], object] | None = None,
+    *,
+    fork: Callable[[], int] = os.fork,
+    start_ns: int | None = None,
+) -> str:
+    """Run ``child`` in a process forked by ``fork`` (``parent`` meanwhile here); return its text.
+
+    ``fork`` is ``os.fork`` or a libc ``fork()`` (tests/_forking.py). With
+    ``start_ns`` both sides start at that instant. An exception in the child
+    comes back as ``"<ExceptionName>: <message>"``; a child silent for
+    ``CHILD_DEADLINE_S`` seconds is killed and the test fails.
     """
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    pid = fork()
     if pid == 0:  # pragma: no cover - runs in the child
         try:
+            os.close(read_fd)
+            if start_ns is not None:
+                wait_until(start_ns)
             try:
                 text = child()
             except Exception as exc:  # reported to the parent as text
                 text = f"{type(exc).__name__}: {exc}"
-            os.write(write_fd, text.encode())
+            view = memoryview(text.encode())
+            while view:
+                view = view[os.write(write_fd, view) :]
         finally:
             os._exit(0)
+    assert pid > 0, f"fork() failed: {ctypes.get_errno()}"
     os.close(write_fd)
-    if parent is not None:
-        parent()
-    chunks = []
-    while chunk := os.read(read_fd, 1 << 16):
+    try:
+        if start_ns is not None:
+            wait_until(start_ns)
+        if parent is not None:
+            parent()
+        data = _read_from_child(read_fd, pid)
+    finally:
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+    return data.decode()
+
+
+def _read_from_child(fd: int, pid: int) -> bytes:
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + CHILD_DEADLINE_S
+    while True:
+        ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail(f"the forked child sent nothing for {CHILD_DEADLINE_S} s")
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
         chunks.append(chunk)
-    os.close(read_fd)
-    os.waitpid(pid, 0)
-    return b"".join(chunks).decode()
 
 
 @contextmanager

@@ -10,14 +10,10 @@ server whose SEQUENCE engine is off.
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import math
 import os
-import select
-import signal
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -296,8 +292,6 @@ def test_threads_and_a_one_by_one_writer_never_share_a_value(server_engine: Engi
 
 # -- fork -------------------------------------------------------------------------------
 
-CHILD_DEADLINE_S = 60.0
-
 
 @pytest.fixture
 def forking_engine(server_engine: Engine) -> Iterator[Engine]:
@@ -310,44 +304,6 @@ def forking_engine(server_engine: Engine) -> Iterator[Engine]:
     finally:
         declare("seqkeys_brb_fork").drop(engine, checkfirst=True)
         engine.dispose()
-
-
-def _read_all(fd: int, pid: int) -> bytes:
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + CHILD_DEADLINE_S
-    while True:
-        ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            pytest.fail(f"the libc-forked child sent nothing for {CHILD_DEADLINE_S} s")
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-
-
-def _in_libc_forked_child(child: Any) -> str:
-    read_fd, write_fd = os.pipe()
-    pid = _libc_fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        status = 1
-        try:
-            os.close(read_fd)
-            view = memoryview(child().encode())
-            while view:
-                view = view[os.write(write_fd, view) :]
-            status = 0
-        finally:
-            os._exit(status)
-    assert pid > 0, f"fork() failed: {ctypes.get_errno()}"
-    os.close(write_fd)
-    try:
-        data = _read_all(read_fd, pid)
-    finally:
-        os.close(read_fd)
-        _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the child failed to take values"
-    return data.decode()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only")
@@ -364,8 +320,9 @@ def test_a_forked_child_never_hands_out_the_parents_block(
     def child() -> str:
         return " ".join(str(sequence.next_value(forking_engine)) for _ in range(60))
 
-    run = _in_libc_forked_child if how == "libc fork()" else in_forked_child
-    child_values = [int(v) for v in run(child).split()]
+    text = in_forked_child(child, fork=_libc_fork if how == "libc fork()" else os.fork)
+    assert text[:1].isdigit(), f"the child failed to take values: {text}"
+    child_values = [int(v) for v in text.split()]
     parent_values = [sequence.next_value(forking_engine) for _ in range(60)]
     assert first == reverse_bits(1)
     assert len(child_values) == 60, child_values

@@ -11,10 +11,7 @@ its values back through a pipe, and no value may appear on both sides.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import select
-import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -27,7 +24,7 @@ from sqlalchemy_seqkeys import CombGuidDefault, CombLayout, comb_guid, new_comb,
 from sqlalchemy_seqkeys import _fork as fork_module
 from sqlalchemy_seqkeys.comb import comb_minter
 from tests._forking import libc_fork as _libc_fork
-from tests._helpers import in_threads
+from tests._helpers import in_forked_child, in_threads
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only"),
@@ -35,7 +32,6 @@ pytestmark = [
 ]
 
 PER_PROCESS = 20_000
-CHILD_DEADLINE_S = 60.0
 
 
 class _Context:
@@ -60,26 +56,6 @@ GENERATORS: dict[str, Callable[[], uuid.UUID]] = {
 }
 
 
-def _read_all(fd: int, pid: int) -> bytes:
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + CHILD_DEADLINE_S
-    while True:
-        left = deadline - time.monotonic()
-        ready, _, _ = select.select([fd], [], [], max(left, 0))
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            pytest.fail(f"the libc-forked child sent nothing for {CHILD_DEADLINE_S} s")
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-
-
-def _wait_until(ns: int) -> None:
-    while time.time_ns() < ns:
-        pass
-
-
 def _one_thread(mint: Callable[[], uuid.UUID]) -> Callable[[int], list[uuid.UUID]]:
     return lambda n: [mint() for _ in range(n)]
 
@@ -96,31 +72,16 @@ def _mint_in_parent_and_libc_child(
     # Both sides start minting at the same millisecond boundary, the moment a
     # pre-fork generator state repeats itself in both processes.
     start_ns = (time.time_ns() // 1_000_000 + 30) * 1_000_000
-    read_fd, write_fd = os.pipe()
-    pid = _libc_fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        status = 1
-        try:
-            os.close(read_fd)
-            _wait_until(start_ns)
-            data = b"".join(v.bytes for v in mint_n(n))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_fd, view) :]
-            status = 0
-        finally:
-            os._exit(status)
-    assert pid > 0, f"fork() failed: {ctypes.get_errno()}"
-    os.close(write_fd)
-    try:
-        _wait_until(start_ns)
-        parent = mint_n(n)
-        data = _read_all(read_fd, pid)
-    finally:
-        os.close(read_fd)
-        _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the child failed to mint"
-    child = [uuid.UUID(bytes=data[i : i + 16]) for i in range(0, len(data), 16)]
+    parent: list[uuid.UUID] = []
+    text = in_forked_child(
+        lambda: " ".join(v.hex for v in mint_n(n)),
+        lambda: parent.extend(mint_n(n)),
+        fork=_libc_fork,
+        start_ns=start_ns,
+    )
+    assert ":" not in text, f"the child failed to mint: {text}"
+    child = [uuid.UUID(hex=v) for v in text.split()]
+    assert len(child) == n
     return parent, child
 
 
@@ -128,20 +89,8 @@ def _mint_in_parent_and_libc_child(
 def test_a_fork_marker_reads_0_in_a_libc_forked_child(marker: Callable[[], Any]) -> None:
     # it reads the process token where it was made (what snowflake generators compare)
     mark = marker()
-    read_fd, write_fd = os.pipe()
-    pid = _libc_fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        try:
-            os.write(write_fd, str(mark[0]).encode())
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    try:
-        seen = _read_all(read_fd, pid)
-    finally:
-        os.close(read_fd)
-        os.waitpid(pid, 0)
-    assert (mark[0], seen) == (fork_module.process_token(), b"0")
+    seen = in_forked_child(lambda: str(mark[0]), fork=_libc_fork)
+    assert (mark[0], seen) == (fork_module.process_token(), "0")
 
 
 @pytest.mark.usefixtures("fork_marker")
@@ -181,21 +130,13 @@ def test_threads_started_first_in_a_libc_forked_child_share_nothing() -> None:
 def test_a_forked_child_draws_a_process_token_of_its_own(how: str) -> None:
     # what snowflake generators can compare on each mint (the one fork registry)
     parent = fork_module.process_token()
-    read_fd, write_fd = os.pipe()
-    pid = os.fork() if how == "os.fork" else _libc_fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        try:
-            first = fork_module.process_token()
-            again = fork_module.process_token()
-            os.write(write_fd, f"{first},{again}".encode())
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    try:
-        data = _read_all(read_fd, pid)
-    finally:
-        os.close(read_fd)
-        os.waitpid(pid, 0)
-    first, again = (int(x) for x in data.decode().split(","))
+
+    def child() -> str:
+        first = fork_module.process_token()
+        again = fork_module.process_token()
+        return f"{first},{again}"
+
+    data = in_forked_child(child, fork=os.fork if how == "os.fork" else _libc_fork)
+    first, again = (int(x) for x in data.split(","))
     assert first == again != parent
     assert fork_module.process_token() == parent

@@ -11,11 +11,7 @@ a block, a libc-forked child takes keys, and none may lie in that block.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import select
-import signal
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import pooled_sequence
 from tests._forking import libc_fork as _libc_fork
+from tests._helpers import in_forked_child
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only"),
@@ -33,7 +30,6 @@ pytestmark = [
 
 SIZE = 50
 NAME = "seqkeys_pooled_libc_fork"
-CHILD_DEADLINE_S = 60.0
 
 
 @pytest.fixture(params=["postgresql", "mysql"])
@@ -49,20 +45,6 @@ def server_engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engi
         engine.dispose()
 
 
-def _read_all(fd: int, pid: int) -> bytes:
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + CHILD_DEADLINE_S
-    while True:
-        ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            pytest.fail(f"the libc-forked child sent nothing for {CHILD_DEADLINE_S} s")
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-
-
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
 def test_a_libc_forked_child_never_hands_out_the_parents_block(
     server_engine: Engine, fork_marker: str
@@ -70,28 +52,11 @@ def test_a_libc_forked_child_never_hands_out_the_parents_block(
     sequence = pooled_sequence(NAME, SIZE)
     sequence.create(server_engine)
     before = sequence.next_values(server_engine, 10)  # the parent holds 11 .. 50
-    read_fd, write_fd = os.pipe()
-    pid = _libc_fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        status = 1
-        try:
-            os.close(read_fd)
-            text = " ".join(map(str, sequence.next_values(server_engine, 60)))
-            view = memoryview(text.encode())
-            while view:
-                view = view[os.write(write_fd, view) :]
-            status = 0
-        finally:
-            os._exit(status)
-    assert pid > 0, f"fork() failed: {ctypes.get_errno()}"
-    os.close(write_fd)
-    try:
-        data = _read_all(read_fd, pid)
-    finally:
-        os.close(read_fd)
-        _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the child failed to take keys"
-    child = [int(v) for v in data.decode().split()]
+    text = in_forked_child(
+        lambda: " ".join(map(str, sequence.next_values(server_engine, 60))), fork=_libc_fork
+    )
+    assert text[:1].isdigit(), f"the child failed to take keys: {text}"
+    child = [int(v) for v in text.split()]
     parent = sequence.next_values(server_engine, 60)
     assert before == list(range(1, 11))
     assert len(child) == 60

@@ -12,10 +12,7 @@ generators bound to one lease, must lease exactly one worker id.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import os
-import select
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,7 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy_seqkeys import ForkedWorkerError, Snowflake, WorkerLease, workers_table
 from sqlalchemy_seqkeys.workers import server_now_ms
 from tests._forking import libc_fork_when_quiet
-from tests._helpers import fresh_table, in_threads
+from tests._helpers import fresh_table, in_forked_child, in_threads
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only"),
@@ -36,29 +33,9 @@ pytestmark = [
 ]
 
 PER_PROCESS = 20_000
-CHILD_DEADLINE_S = 60.0
 
 
 FORKS: dict[str, Callable[[], int]] = {"libc fork": libc_fork_when_quiet, "os.fork": os.fork}
-
-
-def _read_all(fd: int, pid: int) -> bytes:
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + CHILD_DEADLINE_S
-    while True:
-        ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            pytest.fail(f"the forked child sent nothing for {CHILD_DEADLINE_S} s")
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-
-
-def _wait_until(ns: int) -> None:
-    while time.time_ns() < ns:
-        pass
 
 
 def _in_child(
@@ -71,31 +48,7 @@ def _in_child(
     returned, or ``"<ExceptionName>: <message>"``.
     """
     start_ns = (time.time_ns() // 1_000_000 + 30) * 1_000_000
-    read_fd, write_fd = os.pipe()
-    pid = fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        try:
-            os.close(read_fd)
-            _wait_until(start_ns)
-            try:
-                text = child()
-            except Exception as exc:  # reported to the parent as text
-                text = f"{type(exc).__name__}: {exc}"
-            view = memoryview(text.encode())
-            while view:
-                view = view[os.write(write_fd, view) :]
-        finally:
-            os._exit(0)
-    assert pid > 0, f"fork() failed: {ctypes.get_errno()}"
-    os.close(write_fd)
-    try:
-        _wait_until(start_ns)
-        parent()
-        data = _read_all(read_fd, pid)
-    finally:
-        os.close(read_fd)
-        os.waitpid(pid, 0)
-    return data.decode()
+    return in_forked_child(child, parent, fork=fork, start_ns=start_ns)
 
 
 def _ids(text: str) -> list[int]:
