@@ -17,8 +17,8 @@ the store's lock is held only to add a state::
 
 Also here, shared by both: :func:`batch_counter` (their sequences-table row
 where the engine has no native sequence), :func:`begin` and :func:`connect`
-(what a sync method does with an Engine or a Connection), and
-:class:`AwaitableDDL`, the awaitable twins of ``create`` and ``drop``.
+(what a sync method does with an Engine or a Connection). Their awaitable
+``create_async``/``drop_async`` come from ``sequences._aio.AwaitableDDL``.
 """
 
 from __future__ import annotations
@@ -39,9 +39,7 @@ from sqlalchemy_seqkeys.sequences.table import _tenant
 if TYPE_CHECKING:
     pass
 
-__all__ = ["AwaitableDDL", "BlockState", "BlockStore", "batch_counter", "begin", "connect"]
-
-AwaitableDDL = _aio.AwaitableDDL  # its home is sequences._aio (TableSequence uses it too)
+__all__ = ["BlockState", "BlockStore", "batch_counter", "begin", "connect"]
 
 
 class BlockState:

@@ -50,7 +50,6 @@ from sqlalchemy.schema import CreateSequence
 from sqlalchemy.sql.compiler import DDLCompiler
 
 from sqlalchemy_seqkeys._blocks import (
-    AwaitableDDL,
     BlockState,
     BlockStore,
     batch_counter,
@@ -323,7 +322,7 @@ def _new_block(dialect: sa.Dialect) -> _Block | None:
     return _Block(_BLOCK_STATEMENTS.get(bit_reversed_block(dialect)))
 
 
-class BitReversedSequence(BitReversed, AwaitableDDL):
+class BitReversedSequence(BitReversed, _aio.AwaitableDDL):
     """A bit-reversed sequence with the same values on every engine; a column default.
 
     Made by :func:`bit_reversed_sequence`, which documents it. Where its

@@ -88,7 +88,6 @@ from sqlalchemy.engine.mock import MockConnection
 from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence
 
 from sqlalchemy_seqkeys._blocks import (
-    AwaitableDDL,
     BlockState,
     BlockStore,
     batch_counter,
@@ -272,7 +271,7 @@ def _new_blocks(dialect: sa.Dialect) -> _Blocks | None:
     return _Blocks() if incrementing_sequences(dialect) else None
 
 
-class PooledSequence(AwaitableDDL):
+class PooledSequence(_aio.AwaitableDDL):
     """A pooled native sequence (pooled-lo); use it as a column default.
 
     Made by :func:`pooled_sequence`, which documents it. ``sequence`` is the
