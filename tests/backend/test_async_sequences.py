@@ -204,6 +204,12 @@ def test_the_event_loop_is_never_blocked(db: AsyncDatabase, mode: str) -> None:
 
         async with LoopTicker() as ticker:
             await asyncio.gather(*(work(task) for task in range(tasks)))
+        # Let a refill still under way finish before run() disposes of the engine:
+        # dispose cancels it, and an aiosqlite statement cancelled midway can leave
+        # SQLite's write lock held (this test's DROP TABLE then found it locked).
+        pending = asyncio.all_tasks() - {asyncio.current_task()}
+        if pending:
+            await asyncio.wait(pending, timeout=10)
         return ticker
 
     try:
