@@ -69,6 +69,12 @@ class DialectFacts:
     #: the allocation statement is atomic alone and the driver switches
     #: autocommit without a round trip: no BEGIN/COMMIT around it
     autocommit_allocation: bool = False
+    #: worker-lease writes run in AUTOCOMMIT: each is one compare-and-set that
+    #: the server commits as it runs it, so a client paused (SIGSTOP, a VM
+    #: suspended) between a write and its COMMIT holds no row lock that the next
+    #: claimer would wait on. Spanner aborts a transaction idle for 10 s, and its
+    #: DBAPI warns on each COMMIT in autocommit: it keeps transactions
+    lease_autocommit: bool = True
     #: one writer at a time: a connection in a write transaction holds the
     #: database's lock (an allocation must stay on that connection)
     single_writer_lock: bool = False
@@ -134,6 +140,7 @@ _FACTS: dict[str, DialectFacts] = {
         integer_is_64_bits=True,
         bit_reversed_sequences_only=True,
         generates_shard_columns=True,
+        lease_autocommit=False,
         now_ms_sql="UNIX_MILLIS(CURRENT_TIMESTAMP())",
     ),
 }

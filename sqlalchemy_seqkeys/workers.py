@@ -395,7 +395,8 @@ class _Lease(Generic[_E]):
         )
 
     def _claim_in(self, conn: sa.Connection) -> None:
-        """Claim a worker id on ``conn``: one transaction per attempt, until one wins."""
+        """Claim a worker id on ``conn``: one attempt after another, until one wins."""
+        _standalone(conn)
         for _ in range(self.max_worker_id + 2):
             sent = _lease_clock()
             try:
@@ -429,9 +430,14 @@ class _Lease(Generic[_E]):
 
     def _renew_in(self, conn: sa.Connection, at_least_ms: int, sent: float) -> None:
         """Renew the row and move the mark on; raise if the lease is gone."""
-        with conn.begin():
+        with _standalone(conn).begin():
             mark = self._renew_on(conn, at_least_ms)
         self._renewed(mark, sent)
+
+    def _release_in(self, conn: sa.Connection, mark: int) -> None:
+        """Release the row, keeping ``mark``."""
+        with _standalone(conn).begin():
+            self._release_on(conn, mark)
 
     @contextlib.contextmanager
     def _scheduled_renewal(self) -> Iterator[None]:
@@ -673,8 +679,8 @@ class WorkerLease(_Lease[sa.Engine]):
             return  # a forked child's copy: the parent still owns the row
         mark = self._release_mark()
         try:
-            with self._renew_lock, self.engine.begin() as conn:
-                self._release_on(conn, mark)
+            with self._renew_lock, self.engine.connect() as conn:
+                self._release_in(conn, mark)
         finally:
             self._thread.join(timeout=1)
 
@@ -921,8 +927,8 @@ class AsyncWorkerLease(_Lease["AsyncEngine"]):
             if self._worker_id is not None:
                 mark = self._release_mark()
                 assert self._renew_lock is not None
-                async with self._renew_lock, db.begin() as conn:
-                    await conn.run_sync(self._release_on, mark)
+                async with self._renew_lock, db.connect() as conn:
+                    await conn.run_sync(self._release_in, mark)
         finally:
             if self._own_db:
                 await db.dispose()
@@ -943,6 +949,21 @@ class AsyncWorkerLease(_Lease["AsyncEngine"]):
 
 #: extensions started from coroutines (asyncio keeps only weak references to tasks)
 _extensions: set[asyncio.Task[None]] = set()
+
+
+def _standalone(conn: sa.Connection) -> sa.Connection:
+    """``conn``, its statements each committed by the server as it runs them.
+
+    Every write of a lease is one compare-and-set that needs no transaction
+    around it. Inside one, a process paused between the UPDATE and its COMMIT
+    (SIGSTOP, a suspended VM, a long GC pause) would keep the row locked, and
+    the process taking the id over once the lease expired would wait on that
+    lock: forever on PostgreSQL, ``innodb_lock_wait_timeout`` and then an error
+    on MariaDB.
+    """
+    if facts(conn.dialect).lease_autocommit:
+        conn.execution_options(isolation_level="AUTOCOMMIT")
+    return conn
 
 
 def _is_async_engine(engine: object) -> bool:

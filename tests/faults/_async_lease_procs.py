@@ -18,6 +18,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy_seqkeys import NoWorkerIdError, Snowflake, WorkerLeaseLostError
 from sqlalchemy_seqkeys.workers import AsyncWorkerLease
 
+from ._lease_procs import stop_in_a_renewal
+
 #: the minting clock call at which a ``freeze`` holder stops itself
 FREEZE_AT_CALL = 300
 
@@ -50,17 +52,20 @@ def race(url: str, max_worker_id: str, out_path: str, go_path: str, done_dir: st
     asyncio.run(_race(url, int(max_worker_id), out_path, go_path, done_dir))
 
 
-async def _freeze(url: str, ttl: float, out_path: str) -> None:
+async def _freeze(url: str, ttl: float, out_path: str, where: str) -> None:
     engine = create_async_engine(url)
     lease = AsyncWorkerLease(engine, ttl=ttl, max_worker_id=0, create_table=False)
     await lease.start()
     calls = 0
     minting = False
     woke_at: list[float] = []
+    if where == "renewal":
+        stop_in_a_renewal(woke_at)
 
     def clock() -> int:
         nonlocal calls
-        if minting:  # the renewal task reads it too: stop the minting coroutine
+        # the renewal task reads it too: stop the minting coroutine
+        if minting and where == "clock":
             calls += 1
             if calls == FREEZE_AT_CALL:
                 os.kill(os.getpid(), signal.SIGSTOP)
@@ -85,9 +90,10 @@ async def _freeze(url: str, ttl: float, out_path: str) -> None:
     os._exit(0)  # as a process that dies: no release
 
 
-def freeze(url: str, ttl: str, out_path: str) -> None:
-    """Hold worker id 0 on an event loop and mint; SIGSTOP inside a clock read; go on after."""
-    asyncio.run(_freeze(url, float(ttl), out_path))
+def freeze(url: str, ttl: str, out_path: str, where: str) -> None:
+    """Hold worker id 0 on an event loop and mint; SIGSTOP inside a clock read or a
+    renewal (``where``); go on after."""
+    asyncio.run(_freeze(url, float(ttl), out_path, where))
 
 
 def command(name: str, *args: object) -> list[str]:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -63,8 +64,24 @@ def mint_paced(ids: Snowflake, until: Callable[[], bool], out: list[int]) -> str
     return "stopped"
 
 
-def freeze(url: str, ttl: float, out_path: str) -> None:
-    """Hold worker id 0 and mint; stop (SIGSTOP) inside a clock read; go on when continued.
+def stop_in_a_renewal(woke_at: list[float]) -> None:
+    """SIGSTOP this process once, just after a renewal's UPDATE of the lease row ran.
+
+    The moment a process paused mid-renewal (a VM suspended, a long GC) would hold
+    the row's lock if the UPDATE waited for a COMMIT: every successor would wait on it.
+    """
+
+    def after(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if not woke_at and statement.startswith("UPDATE seqkeys_workers SET expires_at"):
+            os.kill(os.getpid(), signal.SIGSTOP)
+            woke_at.append(time.monotonic())
+
+    sa.event.listen(sa.engine.Engine, "after_cursor_execute", after)  # every engine's
+
+
+def freeze(url: str, ttl: float, out_path: str, where: str = "clock") -> None:
+    """Hold worker id 0 and mint; stop (SIGSTOP) inside a clock read, or a renewal
+    (``where="renewal"``); go on when continued.
 
     The stop lands between the lease check and the clock read of a generator
     that checks first (the race that let a woken holder mint a successor's ids).
@@ -73,10 +90,12 @@ def freeze(url: str, ttl: float, out_path: str) -> None:
     lease = WorkerLease(engine, ttl=ttl, max_worker_id=0, create_table=False)
     calls = 0
     woke_at: list[float] = []
+    if where == "renewal":
+        stop_in_a_renewal(woke_at)
 
     def clock() -> int:
         nonlocal calls
-        if threading.current_thread() is not threading.main_thread():
+        if where != "clock" or threading.current_thread() is not threading.main_thread():
             return time.time_ns()  # the renewal thread reads it too: stop the minting one
         calls += 1
         if calls == FREEZE_AT_CALL:
@@ -145,7 +164,7 @@ def race(url: str, max_worker_id: int, out_path: str, go_path: str, done_dir: st
 
 
 COMMANDS: dict[str, Callable[..., None]] = {
-    "freeze": lambda url, ttl, out: freeze(url, float(ttl), out),
+    "freeze": lambda url, ttl, out, where: freeze(url, float(ttl), out, where),
     "successor": lambda url, ttl, out, stop: successor(url, float(ttl), out, stop),
     "hold": lambda url, ttl, offset, out: hold_until_killed(url, float(ttl), float(offset), out),
     "race": lambda url, top, out, go, done: race(url, int(top), out, go, done),

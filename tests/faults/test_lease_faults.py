@@ -5,7 +5,9 @@ same snowflake ids (or let a live lease be taken), and asserts that no id is
 minted twice:
 
 - a holder frozen (SIGSTOP) past its ttl between the lease check and the clock
-  read, while another process takes the worker id (real processes);
+  read, or just after a renewal's UPDATE (where a row lock held until a COMMIT
+  would make the successor wait), while another process takes the worker id
+  (real processes);
 - a clean handover, and a crash (SIGKILL), with the first holder's clock
   ahead of the next one's by 250 ms and by more than the ttl;
 - a MariaDB session in ``America/New_York`` inside the repeated autumn hour,
@@ -121,9 +123,12 @@ _ASYNC_DRIVERS = {"postgresql": "postgresql+asyncpg", "mysql": "mysql+asyncmy"}
 
 @pytest.mark.slow
 @pytest.mark.parametrize("holder", ["thread", "asyncio"])
+@pytest.mark.parametrize("where", ["clock", "renewal"])
 def test_a_holder_frozen_past_its_ttl_raises_instead_of_minting(
-    server_url: str, tmp_path: Path, holder: str
+    server_url: str, tmp_path: Path, holder: str, where: str
 ) -> None:
+    """Frozen inside a clock read (mid-mint), or just after a renewal's UPDATE (mid-renewal:
+    the row must not stay locked, or the successor waits on the frozen process)."""
     frozen_out, successor_out, stop = (
         tmp_path / "frozen.txt",
         tmp_path / "successor.txt",
@@ -137,13 +142,14 @@ def test_a_holder_frozen_past_its_ttl_raises_instead_of_minting(
             async_url.render_as_string(hide_password=False),
             TTL,
             frozen_out,
+            where,
             argv=_async_lease_procs.command,
         )
     else:
-        frozen = _start("freeze", server_url, TTL, frozen_out)
+        frozen = _start("freeze", server_url, TTL, frozen_out, where)
     successor: subprocess.Popen[bytes] | None = None
     try:
-        _wait_until_stopped(frozen)  # stopped inside a clock read, mid-mint
+        _wait_until_stopped(frozen)
         successor = _start("successor", server_url, TTL, successor_out, stop)
         _wait_for_file(Path(f"{successor_out}.ready"), successor)  # it holds the id now
         time.sleep(0.2)
