@@ -335,6 +335,8 @@ class PooledSequence(_aio.AwaitableDDL):
         self._select_next = sa.select(self.sequence.next_value())
         #: per pool and tenant; None where the engine has no such sequence
         self._blocks = BlockStore(_new_blocks)
+        #: where an executemany keeps the keys its later rows take (on its context)
+        self._rows_attr = f"_seqkeys_pooled_{id(self):x}"
         if metadata is not None:
             self.attach(metadata)
 
@@ -346,10 +348,24 @@ class PooledSequence(_aio.AwaitableDDL):
 
     def __call__(self, context: DefaultExecutionContext) -> int:
         """The column default: one key for the row being inserted."""
+        # An executemany takes the keys of all its rows at its first row, under
+        # one lock, and keeps them on its context (which lives for that one
+        # execution): its other rows only pop one. A list found empty (two
+        # columns drawing on this sequence) means one key at a time from then on.
+        ahead: list[int] | None = context.__dict__.get(self._rows_attr)
+        if ahead:
+            return ahead.pop()
         conn = context.connection
         state = self._blocks.of(conn)
         if state is None:
             return self.fallback(context)
+        rows = len(context.compiled_parameters)
+        if rows > 1 and ahead is None:
+            ahead = self._take_many(conn, state, rows)
+            ahead.reverse()  # popped from the end: the rows get them in order
+            first = ahead.pop()
+            context.__dict__[self._rows_attr] = ahead
+            return first
         return self._take(conn, state)
 
     def next_value(self, bind: sa.Engine | sa.Connection) -> int:
@@ -378,7 +394,7 @@ class PooledSequence(_aio.AwaitableDDL):
             state = self._blocks.of(conn)
             if state is None:
                 return self.fallback.next_values(conn, n)
-            return [self._take(conn, state) for _ in range(n)]
+            return self._take_many(conn, state, n)
 
     def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> None:
         """Create the sequence: ``CREATE SEQUENCE``, or (no such sequences) its row.
@@ -518,6 +534,22 @@ class PooledSequence(_aio.AwaitableDDL):
                 else:  # another thread installed a block meanwhile: this one is next
                     state.spares.append((first + 1, first + size))
         return first
+
+    def _take_many(self, conn: sa.Connection, state: _Blocks, n: int) -> list[int]:
+        """``n`` keys from ``state``'s blocks in the order they hand them out: a run of
+        the current block at a time (one lock each), then :meth:`_take` for a spare
+        block or a ``nextval``."""
+        keys: list[int] = []
+        while len(keys) < n:
+            with state.lock:
+                start = state.next
+                if start < state.end:
+                    stop = min(state.end, start + n - len(keys))
+                    state.next = stop
+                    keys.extend(range(start, stop))
+                    continue
+            keys.append(self._take(conn, state))
+        return keys
 
     def _nextval(self, conn: sa.Connection) -> int:
         try:

@@ -167,6 +167,38 @@ def test_a_2000_row_flush_takes_one_block_per_allocation_size(
     assert sequence.next_values(engine, 3) == [2001, 2002, 2003]
 
 
+def test_an_executemany_takes_its_keys_at_once_in_row_order_and_each_once(
+    engine: Engine, declare: Callable[..., tuple[PooledSequence, type[Any]]]
+) -> None:
+    """An executemany takes all its rows' keys at its first row: the rows get them in
+    order, across blocks, with one block statement per allocation_size, and a second
+    column drawing on the same sequence still gets keys no other column got."""
+    sequence, _ = declare("seqkeys_pooled_many")
+    rows = 2 * SIZE + 3
+    twice = sa.Table(
+        "seqkeys_pooled_twice",
+        sa.MetaData(),
+        sa.Column("a", sa.BigInteger, default=sequence, primary_key=True, autoincrement=False),
+        sa.Column("b", sa.BigInteger, default=sequence, nullable=False),
+        sa.Column("n", sa.BigInteger, nullable=False),
+    )
+    twice.create(engine)
+    try:
+        with counting(engine) as counts, engine.begin() as conn:
+            conn.execute(twice.insert(), [{"n": i} for i in range(rows)])
+        with engine.connect() as conn:
+            got = conn.execute(sa.select(twice.c.a, twice.c.b).order_by(twice.c.n)).all()
+    finally:
+        twice.drop(engine)
+    a = [r.a for r in got]
+    keys = a + [r.b for r in got]
+    assert len(a) == rows
+    assert a == sorted(a)  # in row order
+    assert sorted(keys) == list(range(1, 2 * rows + 1))  # each once; one process: no gaps
+    blocks = math.ceil(2 * rows / SIZE)
+    assert counts["blocks"] == blocks, counts
+
+
 def test_orm_threads_beside_a_raw_writer_never_share_a_key(
     engine: Engine, declare: Callable[..., tuple[PooledSequence, type[Any]]]
 ) -> None:
