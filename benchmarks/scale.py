@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from benchmarks import insert
 from benchmarks._machine import _cpu_model, loadavg
@@ -265,6 +266,8 @@ class ScaleRun:
     load_end: str = ""
     started: str = ""
     minutes: float = 0.0
+    #: the rows went through the ORM (``Session.add_all``, a commit per batch)
+    orm: bool = False
 
 
 # -- servers -------------------------------------------------------------------
@@ -406,12 +409,15 @@ def measure_variant(
     batch: int = 1000,
     progress: Callable[[int], None] | None = None,
     limit_seconds: float | None = None,
+    orm: bool = False,
 ) -> Measured:
     """Insert ``rows`` rows keyed by ``spec`` into a fresh table; time, sizes, WAL, splits.
 
     Only the INSERT batches are timed; the counters are read just before and after them.
     With ``limit_seconds``, the inserts stop after the first batch that ends past it
-    (``stopped``; ``rows`` is then the rows inserted).
+    (``stopped``; ``rows`` is then the rows inserted). With ``orm``, each batch is
+    ``batch`` new mapped objects, ``Session.add_all`` and a commit (the ORM learns
+    every key: a server-assigned one comes back by ``RETURNING``).
     """
     md = sa.MetaData()
     name = f"scale_{spec.name.replace('-', '_')}"
@@ -422,6 +428,7 @@ def measure_variant(
     md.create_all(engine)
     params = [{"payload": insert.PAYLOAD}] * batch
     statement = table.insert()
+    insert_batch = _orm_batches(engine, table) if orm else None
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as meter:
         before_wal = _wal_lsn(meter) if key == "postgresql" else ""
         before_splits = _page_splits(meter) if key == "mariadb" else 0
@@ -431,8 +438,11 @@ def measure_variant(
         deadline = None if limit_seconds is None else start + limit_seconds
         while done < rows:
             n = min(batch, rows - done)
-            with engine.begin() as conn:
-                conn.execute(statement, params[:n])
+            if insert_batch is not None:
+                insert_batch(n)
+            else:
+                with engine.begin() as conn:
+                    conn.execute(statement, params[:n])
             done += n
             if progress is not None:
                 progress(done)
@@ -454,6 +464,23 @@ def measure_variant(
         _sizes(meter, key, name, result)
     md.drop_all(engine)
     return result
+
+
+def _orm_batches(engine: sa.Engine, table: sa.Table) -> Callable[[int], None]:
+    """A function that inserts ``n`` rows of ``table`` as new ORM objects, one commit."""
+
+    class Row:
+        def __init__(self, payload: str) -> None:
+            self.payload = payload
+
+    orm.registry().map_imperatively(Row, table)
+
+    def insert_batch(n: int) -> None:
+        with orm.Session(engine) as session:
+            session.add_all([Row(insert.PAYLOAD) for _ in range(n)])
+            session.commit()
+
+    return insert_batch
 
 
 def known(name: str) -> bool:
@@ -486,6 +513,7 @@ def run(
     allocation_size: int = POOLED_ALLOCATION,
     max_ratio: float | None = None,
     cache_mb: int = CACHE_MB,
+    orm: bool = False,
 ) -> ScaleRun:
     """Start each engine's private server, run ``variants`` there in order, stop it.
 
@@ -493,7 +521,8 @@ def run(
     variant named twice runs twice; the second is ``NAME (again)`` (``identity``
     first and last shows how far the machine drifted during the run). With
     ``max_ratio``, a variant run after ``identity`` stops once it has taken
-    ``max_ratio`` times identity's whole time (see :func:`measure_variant`).
+    ``max_ratio`` times identity's whole time (see :func:`measure_variant`). With
+    ``orm``, rows are inserted as ORM objects (see :func:`measure_variant`).
 
     Example::
 
@@ -505,6 +534,7 @@ def run(
         max_ratio=max_ratio,
         load_start=loadavg(),
         started=f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        orm=orm,
     )
     began = time.perf_counter()
     names = _usable(variants, report.notes)
@@ -532,7 +562,14 @@ def run(
                     try:
                         again = any(r.variant == name for r in results)
                         measured = measure_variant(
-                            engine, key, specs[name], rows, batch, step, None if again else limit
+                            engine,
+                            key,
+                            specs[name],
+                            rows,
+                            batch,
+                            step,
+                            None if again else limit,
+                            orm=orm,
                         )
                         if again:  # named twice (e.g. identity first and last): the drift
                             measured.variant = f"{name} (again)"
@@ -701,6 +738,13 @@ def render_text(run_: ScaleRun) -> str:
     return "\n".join(lines)
 
 
+_ORM_NOTE = (
+    "Through the ORM (`--orm`): each batch is 1,000 new mapped objects, `Session.add_all` "
+    "and one commit, so every key pays the ORM's per-object work, and a key the server "
+    "assigns (identity) comes back by `INSERT ... RETURNING`, which a key minted by the "
+    "client does not need."
+)
+
 _STOP_NOTE = (
     "With `--max-ratio {r:g}`, a variant that had taken {r:g} times identity's whole time "
     "was stopped after the batch that crossed that line: its row says `(stopped)` with the "
@@ -721,6 +765,8 @@ def render_markdown(run_: ScaleRun, argv: Sequence[str]) -> str:
         f"{run_.load_end} at the end (other engineers were working on the machine).",
         "",
     ]
+    if run_.orm:
+        lines += [_ORM_NOTE, ""]
     if run_.max_ratio is not None:
         lines += [_STOP_NOTE.format(r=run_.max_ratio), ""]
     for key, results in run_.results.items():
@@ -775,6 +821,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stop a variant once it has taken R times identity's whole time "
         "(reported as >= R with the rows it reached)",
     )
+    parser.add_argument(
+        "--orm",
+        action="store_true",
+        help="insert each batch as new ORM objects (Session.add_all, one commit) instead of "
+        "one Core executemany",
+    )
     parser.add_argument("--out", metavar="FILE.md", help="also write the Markdown tables here")
 
 
@@ -810,6 +862,7 @@ def main(args: argparse.Namespace) -> int:
         allocation_size=args.allocation_size,
         max_ratio=args.max_ratio,
         cache_mb=args.cache_mb,
+        orm=args.orm,
     )
     print(render_text(result), flush=True)
     if args.out:

@@ -161,6 +161,38 @@ def test_a_stopped_variant_is_a_lower_bound(engines: Any) -> None:
     assert "was stopped" in scale.render_markdown(run, ["scale", "--max-ratio", "4"])
 
 
+def test_orm_batches_return_only_server_assigned_keys(engines: Any) -> None:
+    """``--orm``: every row is an ORM object; identity's keys come back by RETURNING,
+    a pooled sequence's are known to the client (no RETURNING), in the same batches."""
+    engine = engines.get("postgresql")
+    inserts: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.startswith("INSERT INTO scale_"):
+            inserts.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", seen)
+    try:
+        measured = {
+            name: scale.measure_variant(
+                engine, "postgresql", scale.spec(name, 100), 1_000, batch=250, orm=True
+            )
+            for name in ("identity", "pooled")
+        }
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", seen)
+    assert [m.rows for m in measured.values()] == [1_000, 1_000]
+    assert all(m.total_bytes for m in measured.values())
+    identity = [i for i in inserts if i.startswith("INSERT INTO scale_identity")]
+    pooled = [i for i in inserts if i.startswith("INSERT INTO scale_pooled")]
+    assert identity
+    assert all("RETURNING" in i for i in identity)
+    assert pooled
+    assert not any("RETURNING" in i for i in pooled)
+    run = scale.ScaleRun(1_000, results={"postgresql": list(measured.values())}, orm=True)
+    assert "Through the ORM" in scale.render_markdown(run, ["scale", "--orm"])
+
+
 def test_a_variant_named_twice_runs_again() -> None:
     """``identity`` first and last: the second row shows the drift, against the first.
 
