@@ -44,6 +44,7 @@ import os
 import platform
 import re
 import shlex
+import statistics
 import sys
 import tempfile
 import time
@@ -247,6 +248,8 @@ class Measured:
     #: stopped by ``max_ratio`` after ``rows`` rows (of ``planned``)
     stopped: bool = False
     planned: int = 0
+    #: the round it ran in (``--rounds``: the variants run in turn, round after round)
+    round: int = 1
 
 
 @dataclass
@@ -268,6 +271,8 @@ class ScaleRun:
     minutes: float = 0.0
     #: the rows went through the ORM (``Session.add_all``, a commit per batch)
     orm: bool = False
+    #: the variants ran in turn this many times (ratios: each round against its own identity)
+    rounds: int = 1
 
 
 # -- servers -------------------------------------------------------------------
@@ -514,6 +519,7 @@ def run(
     max_ratio: float | None = None,
     cache_mb: int = CACHE_MB,
     orm: bool = False,
+    rounds: int = 1,
 ) -> ScaleRun:
     """Start each engine's private server, run ``variants`` there in order, stop it.
 
@@ -522,7 +528,10 @@ def run(
     first and last shows how far the machine drifted during the run). With
     ``max_ratio``, a variant run after ``identity`` stops once it has taken
     ``max_ratio`` times identity's whole time (see :func:`measure_variant`). With
-    ``orm``, rows are inserted as ORM objects (see :func:`measure_variant`).
+    ``orm``, rows are inserted as ORM objects (see :func:`measure_variant`). With
+    ``rounds`` > 1 the variants run in turn, round after round (interleaved, so that a
+    machine that drifts weighs on every variant alike); each round's ratios are to its
+    own ``identity``, and the targets take the median over the rounds.
 
     Example::
 
@@ -535,6 +544,7 @@ def run(
         load_start=loadavg(),
         started=f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
         orm=orm,
+        rounds=rounds,
     )
     began = time.perf_counter()
     names = _usable(variants, report.notes)
@@ -553,14 +563,17 @@ def run(
                 results = report.results.setdefault(key, [])
                 limit: float | None = None
                 base_seconds = 0.0
-                for name in mine:
+                for round_, name in ((k, n) for k in range(1, rounds + 1) for n in mine):
 
-                    def step(done: int, name: str = name, key: str = key) -> None:
+                    def step(
+                        done: int, name: str = name, key: str = key, round_: int = round_
+                    ) -> None:
                         if progress is not None:
-                            progress.bar(f"{key} {name}", done, rows)
+                            label = f"{key} {name}" + (f" #{round_}" if rounds > 1 else "")
+                            progress.bar(label, done, rows)
 
                     try:
-                        again = any(r.variant == name for r in results)
+                        again = any(r.variant == name and r.round == round_ for r in results)
                         measured = measure_variant(
                             engine,
                             key,
@@ -573,6 +586,7 @@ def run(
                         )
                         if again:  # named twice (e.g. identity first and last): the drift
                             measured.variant = f"{name} (again)"
+                        measured.round = round_
                         results.append(measured)
                         if name == "identity" and not again and max_ratio is not None:
                             base_seconds = measured.seconds
@@ -632,7 +646,9 @@ def results_table(results: Sequence[Measured]) -> Table:
     A variant stopped by the time limit has its time ratio as a lower bound
     (``>= R``) and its size, WAL and split ratios per row, marked ``/row``.
     """
-    base = next((r for r in results if r.variant == "identity"), results[0])  # the first
+    bases = {r.round: r for r in reversed(results) if r.variant == "identity"}  # each first
+    first = bases.get(1, results[0])
+    rounds = max(r.round for r in results)
     postgres = results[0].engine == "postgresql"
     header = ["key", "column", "rows", "seconds", "rows/s", "time vs identity", "table MiB",
               "index MiB", "size vs identity"]  # fmt: skip
@@ -648,8 +664,9 @@ def results_table(results: Sequence[Measured]) -> Table:
         return text if text == "-" else f"{text}/row"
 
     for r in results:
+        base = bases.get(r.round, first)  # the identity of its round
         cells = [
-            r.variant,
+            r.variant + (f" #{r.round}" if rounds > 1 else ""),
             r.column_type,
             f"{r.rows:,}" + (" (stopped)" if r.stopped else ""),
             f"{r.seconds:,.1f}",
@@ -695,24 +712,51 @@ def _matching(pattern: str, names: Sequence[str]) -> list[str]:
     return [n for n in names if n == pattern]
 
 
+def round_ratios(results: Sequence[Measured]) -> dict[str, list[tuple[float, bool]]]:
+    """Per variant, its time over the ``identity`` of the same round, round by round
+    (with whether it was stopped: then a lower bound). ``(again)`` runs are left out.
+
+    Example::
+
+        >>> runs = [Measured("mariadb", "identity", "BIGINT", 10, 2.0),
+        ...         Measured("mariadb", "pooled", "BIGINT", 10, 2.2),
+        ...         Measured("mariadb", "identity", "BIGINT", 10, 1.0, round=2),
+        ...         Measured("mariadb", "pooled", "BIGINT", 10, 1.3, round=2)]
+        >>> round_ratios(runs)["pooled"]
+        [(1.1, False), (1.3, False)]
+    """
+    bases = {r.round: r.seconds for r in reversed(results) if r.variant == "identity"}
+    ratios: dict[str, list[tuple[float, bool]]] = {}
+    for r in results:
+        if r.round in bases and not r.variant.endswith("(again)"):
+            ratios.setdefault(r.variant, []).append((r.seconds / bases[r.round], r.stopped))
+    return ratios
+
+
 def targets_table(run_: ScaleRun) -> Table:
-    """Each target of the issue, per engine and variant: the time ratio and met / not met."""
+    """Each target of the issue, per engine and variant: the time ratio and met / not met.
+
+    Over several rounds the ratio is the median of the rounds' (each against its own
+    identity), with the lowest and highest beside it.
+    """
     table = Table(["engine", "key", "time vs identity", "target", "met"])
     for variants, key, op, bound in TARGETS:
-        by = {r.variant: r for r in run_.results.get(key, [])}
-        base = by.get("identity")
-        if base is None:
+        ratios = round_ratios(run_.results.get(key, []))
+        if "identity" not in ratios:
             continue
-        for name in [n for pattern in variants for n in _matching(pattern, list(by))]:
-            r = by[name]
-            value = r.seconds / base.seconds
+        for name in [n for pattern in variants for n in _matching(pattern, list(ratios))]:
+            values = sorted(v for v, _ in ratios[name])
+            value = statistics.median(values)
+            stopped = any(stop for _, stop in ratios[name])
             # a stopped variant's ratio is a lower bound: it can meet ">=", never "<="
-            met = (value <= bound and not r.stopped) if op == "<=" else value >= bound
+            met = (value <= bound and not stopped) if op == "<=" else value >= bound
             if name.startswith("pooled"):
                 target = "rate >= 0.95x identity (time <= 1.053x)"
             else:
                 target = f"time {op} {bound:.2f}x"
-            shown = time_ratio(r, base)
+            shown = (">= " if stopped else "") + f"{value:.2f}x"
+            if len(values) > 1:
+                shown += f" (median of {len(values)}: {values[0]:.2f}x to {values[-1]:.2f}x)"
             table.add(LABELS[key], name, shown, target, "met" if met else "NOT met")
     if run_.results:
         met = run_.rows >= TARGET_ROWS
@@ -737,6 +781,12 @@ def render_text(run_: ScaleRun) -> str:
     lines += [f"note: {n}" for n in run_.notes]
     return "\n".join(lines)
 
+
+_ROUNDS_NOTE = (
+    "{n} rounds: the variants ran in turn, then again, {n} times on the same server "
+    "(`#k` is the round); each row's ratios are to the identity of its round, and the "
+    "targets take the median of the rounds' time ratios."
+)
 
 _ORM_NOTE = (
     "Through the ORM (`--orm`): each batch is 1,000 new mapped objects, `Session.add_all` "
@@ -767,6 +817,8 @@ def render_markdown(run_: ScaleRun, argv: Sequence[str]) -> str:
     ]
     if run_.orm:
         lines += [_ORM_NOTE, ""]
+    if run_.rounds > 1:
+        lines += [_ROUNDS_NOTE.format(n=run_.rounds), ""]
     if run_.max_ratio is not None:
         lines += [_STOP_NOTE.format(r=run_.max_ratio), ""]
     for key, results in run_.results.items():
@@ -822,6 +874,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(reported as >= R with the rows it reached)",
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the variants in turn this many times; the targets take the median ratio, "
+        "each round against its own identity",
+    )
+    parser.add_argument(
         "--orm",
         action="store_true",
         help="insert each batch as new ORM objects (Session.add_all, one commit) instead of "
@@ -842,12 +901,13 @@ def main(args: argparse.Namespace) -> int:
         args.allocation_size >= 1
         and args.cache_mb >= 8
         and (args.max_ratio is None or args.max_ratio > 1)
+        and args.rounds >= 1
     )
     if bad or args.rows < 1 or not limits_ok:
         print(
-            f"unknown engine or variant {', '.join(bad) or '-'} (rows and --allocation-size "
-            f"must be >= 1, --cache-mb >= 8, --max-ratio > 1); engines: {', '.join(ENGINES)}; "
-            f"variants: {', '.join(SPECS)}, pooled-N",
+            f"unknown engine or variant {', '.join(bad) or '-'} (rows, --rounds and "
+            "--allocation-size must be >= 1, --cache-mb >= 8, --max-ratio > 1); "
+            f"engines: {', '.join(ENGINES)}; variants: {', '.join(SPECS)}, pooled-N",
             file=sys.stderr,
         )
         return 2
@@ -863,6 +923,7 @@ def main(args: argparse.Namespace) -> int:
         max_ratio=args.max_ratio,
         cache_mb=args.cache_mb,
         orm=args.orm,
+        rounds=args.rounds,
     )
     print(render_text(result), flush=True)
     if args.out:

@@ -211,6 +211,31 @@ def test_a_variant_named_twice_runs_again() -> None:
     assert table.rows[2][0] == "identity (again)"
 
 
+def test_rounds_take_turns_and_targets_take_the_median() -> None:
+    """``--rounds 2``: identity and pooled in turn, twice; each round's ratios are to its
+    own identity, and the target shows the median of the rounds."""
+    result = scale.run(
+        1_000, engines=["mariadb"], variants=["identity", "pooled"], settle=0.0,
+        cache_mb=16, rounds=2,
+    )  # fmt: skip
+    runs = result.results["mariadb"]
+    assert [(r.variant, r.round) for r in runs] == [
+        ("identity", 1), ("pooled", 1), ("identity", 2), ("pooled", 2),
+    ]  # fmt: skip
+    table = scale.results_table(runs)
+    assert [row[0] for row in table.rows] == [
+        "identity #1",
+        "pooled #1",
+        "identity #2",
+        "pooled #2",
+    ]
+    assert table.rows[2][5] == "1.00x"  # round 2's identity is round 2's base
+    expected = sorted(runs[i + 1].seconds / runs[i].seconds for i in (0, 2))
+    pooled = next(r for r in scale.targets_table(result).rows if r[1] == "pooled")
+    assert pooled[2].startswith(f"{(expected[0] + expected[1]) / 2:.2f}x (median of 2: ")
+    assert "2 rounds" in scale.render_markdown(result, ["scale", "--rounds", "2"])
+
+
 def test_servers_stopped_and_removed(smoke: scale.ScaleRun) -> None:
     assert set(smoke.urls) == set(scale.ENGINES)
     for url in smoke.urls.values():
