@@ -812,7 +812,7 @@ def render_markdown(run_: ScaleRun, argv: Sequence[str]) -> str:
         f"`{command}`, {run_.started}, {run_.minutes:.0f} minutes; {cpu}, "
         f"{os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}, "
         f"SQLAlchemy {sa.__version__}; load average {run_.load_start} at the start, "
-        f"{run_.load_end} at the end (other engineers were working on the machine).",
+        f"{run_.load_end} at the end.",
         "",
     ]
     if run_.orm:
