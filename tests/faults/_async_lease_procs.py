@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy_seqkeys import NoWorkerIdError, Snowflake, WorkerLeaseLostError
 from sqlalchemy_seqkeys.workers import AsyncWorkerLease
 
-from ._lease_procs import stop_in_a_renewal
+from ._lease_procs import stop_in_a_renewal, stop_self
 
 #: the minting clock call at which a ``freeze`` holder stops itself
 FREEZE_AT_CALL = 300
@@ -68,8 +67,7 @@ async def _freeze(url: str, ttl: float, out_path: str, where: str) -> None:
         if minting and where == "clock":
             calls += 1
             if calls == FREEZE_AT_CALL:
-                os.kill(os.getpid(), signal.SIGSTOP)
-                woke_at.append(time.monotonic())
+                woke_at.append(stop_self())
         return time.time_ns()
 
     ids = Snowflake(worker_id=lease, clock=clock)

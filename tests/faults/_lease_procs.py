@@ -64,6 +64,19 @@ def mint_paced(ids: Snowflake, until: Callable[[], bool], out: list[int]) -> str
     return "stopped"
 
 
+def stop_self() -> float:
+    """SIGSTOP this process; return ``time.monotonic()`` once it runs again.
+
+    The stop reaches the calling thread only after the kernel has stopped the
+    others, so a clock read right after ``kill`` can come before it (a vDSO
+    read is no system call): the short sleep, a system call, is where this
+    thread stops, and the reading comes after the process was continued.
+    """
+    os.kill(os.getpid(), signal.SIGSTOP)
+    time.sleep(0.05)
+    return time.monotonic()
+
+
 def stop_in_a_renewal(woke_at: list[float]) -> None:
     """SIGSTOP this process once, just after a renewal's UPDATE of the lease row ran.
 
@@ -73,8 +86,7 @@ def stop_in_a_renewal(woke_at: list[float]) -> None:
 
     def after(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         if not woke_at and statement.startswith("UPDATE seqkeys_workers SET expires_at"):
-            os.kill(os.getpid(), signal.SIGSTOP)
-            woke_at.append(time.monotonic())
+            woke_at.append(stop_self())
 
     sa.event.listen(sa.engine.Engine, "after_cursor_execute", after)  # every engine's
 
@@ -99,8 +111,7 @@ def freeze(url: str, ttl: float, out_path: str, where: str = "clock") -> None:
             return time.time_ns()  # the renewal thread reads it too: stop the minting one
         calls += 1
         if calls == FREEZE_AT_CALL:
-            os.kill(os.getpid(), signal.SIGSTOP)
-            woke_at.append(time.monotonic())
+            woke_at.append(stop_self())
         return time.time_ns()
 
     ids = Snowflake(worker_id=lease, clock=clock)
