@@ -294,6 +294,18 @@ def metadata(engine: Engine) -> Iterator[sa.MetaData]:
     md.drop_all(engine)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # An xdist worker hands what it could not reach to the controller, which prints it.
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["seqkeys_unreachable"] = dict(_unreachable)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: only with -n
+def pytest_testnodedown(node: Any, error: object) -> None:
+    _unreachable.update(getattr(node, "workeroutput", {}).get("seqkeys_unreachable", {}))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _unreachable:
         terminalreporter.section("UNREACHABLE ENGINES: their tests did not run", sep="!", red=True)
