@@ -22,7 +22,8 @@ application's ``pool_size``.
 
 ``await engine.dispose()`` closes the engine's lanes (the ``engine_disposed``
 event runs inside dispose's greenlet): tasks under way are cancelled and
-awaited, the twin pool is disposed. A loop that ends without dispose cancels
+awaited (on SQLite they may finish first: a statement cancelled midway would
+keep the database's write lock), the twin pool is disposed. A loop that ends without dispose cancels
 the tasks itself (``asyncio.run`` does); SQLAlchemy asks for dispose anyway.
 
 Engines whose pool hands every checkout the same connection (in-memory
@@ -44,6 +45,7 @@ from sqlalchemy.util import concurrency as _concurrency
 
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._aio import await_, in_greenlet
+from sqlalchemy_seqkeys._dialect import facts
 from sqlalchemy_seqkeys.errors import InvalidSequenceError, SequenceAllocationError
 
 __all__ = [
@@ -67,6 +69,11 @@ _NOT_IN_GREENLET = (
     "from a coroutine use the awaitable form (await seq.next_value_async(async_engine)) "
     "or await conn.run_sync(seq.next_value)"
 )
+#: how long dispose() lets an allocation under way on SQLite finish before it
+#: cancels it (a statement waits for the write lock up to the driver's busy
+#: timeout, 5 s by default)
+SINGLE_WRITER_GRACE = 10.0
+
 _DISPOSED = (
     "the engine was disposed while a value of sequence {name!r} was being allocated; "
     "nothing was handed out. Use the engine again (after dispose it opens a new pool) "
@@ -164,11 +171,19 @@ class Lane:
         return task.result()
 
     async def aclose(self) -> None:
-        """Cancel what is under way, wait for it, close the twin pool's connections."""
+        """Cancel what is under way, wait for it, close the twin pool's connections.
+
+        On a single-writer engine (SQLite) the round trips under way finish first
+        (for up to :data:`SINGLE_WRITER_GRACE` s): an aiosqlite statement cancelled
+        midway leaves its connection, with SQLite's write lock, open in the
+        driver's thread, and every later writer of the database waits on it.
+        """
         self.closed = True
         tasks = list(self.tasks)
+        if tasks and facts(self.engine.dialect).single_writer_lock:
+            await asyncio.wait(tasks, timeout=SINGLE_WRITER_GRACE)
         for task in tasks:
-            task.cancel()
+            task.cancel()  # nothing for a task that has finished
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         await greenlet_spawn(self.engine.dispose)
