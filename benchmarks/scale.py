@@ -646,7 +646,7 @@ def results_table(results: Sequence[Measured]) -> Table:
     A variant stopped by the time limit has its time ratio as a lower bound
     (``>= R``) and its size, WAL and split ratios per row, marked ``/row``.
     """
-    bases = {r.round: r for r in reversed(results) if r.variant == "identity"}  # each first
+    bases = _identity_by_round(results)
     first = bases.get(1, results[0])
     rounds = max(r.round for r in results)
     postgres = results[0].engine == "postgresql"
@@ -712,6 +712,11 @@ def _matching(pattern: str, names: Sequence[str]) -> list[str]:
     return [n for n in names if n == pattern]
 
 
+def _identity_by_round(results: Sequence[Measured]) -> dict[int, Measured]:
+    """Each round's first ``identity`` run: the base of that round's ratios."""
+    return {r.round: r for r in reversed(results) if r.variant == "identity"}
+
+
 def round_ratios(results: Sequence[Measured]) -> dict[str, list[tuple[float, bool]]]:
     """Per variant, its time over the ``identity`` of the same round, round by round
     (with whether it was stopped: then a lower bound). ``(again)`` runs are left out.
@@ -725,11 +730,12 @@ def round_ratios(results: Sequence[Measured]) -> dict[str, list[tuple[float, boo
         >>> round_ratios(runs)["pooled"]
         [(1.1, False), (1.3, False)]
     """
-    bases = {r.round: r.seconds for r in reversed(results) if r.variant == "identity"}
+    bases = _identity_by_round(results)
     ratios: dict[str, list[tuple[float, bool]]] = {}
     for r in results:
-        if r.round in bases and not r.variant.endswith("(again)"):
-            ratios.setdefault(r.variant, []).append((r.seconds / bases[r.round], r.stopped))
+        base = bases.get(r.round)
+        if base is not None and not r.variant.endswith("(again)"):
+            ratios.setdefault(r.variant, []).append((r.seconds / base.seconds, r.stopped))
     return ratios
 
 
