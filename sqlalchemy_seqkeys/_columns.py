@@ -220,9 +220,9 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
         if isinstance(type_, CombGuid) and type_.native_uuid and not _is_uuid7(fn):
             raise InvalidGuidError(
                 f"{_where(column, table)} is CombGuid(native_uuid=True), MariaDB's UUID type, "
-                f"which swaps the groups of values without version bits such as the COMB "
-                f"GUIDs of {fn!r}, so their time order is lost. Use default=new_uuid7 with "
-                "it, or CombGuid() / CombGuid(binary=True) for COMB keys"
+                f"which swaps the groups of values whose random bits read as UUID versions 1 "
+                f"to 5, as many COMB GUIDs of {fn!r} do, so their time order is lost. "
+                "Use default=new_uuid7 with it, or CombGuid() / CombGuid(binary=True) for COMB keys"
             )
         for dialect, variant in _variants(type_):
             problem = _guid_problem(variant)

@@ -201,9 +201,10 @@ def mariadb_uuid_keeps_v7_order(dialect: Dialect) -> bool:
     """True where the server's ``UUID`` type stores version-7 UUIDs in their time order.
 
     MariaDB's ``UUID`` type swaps the groups of a UUID before storing it, which
-    scrambles time order; from 10.11.5 it leaves UUIDs of version 6 and up as
-    they are. A ``mariadb://`` dialect with no server version yet (offline SQL)
-    counts as new enough; MySQL has no ``UUID`` type.
+    scrambles time order; from 10.11.5 it swaps only versions 1 to 5 (with the
+    RFC variant) and leaves UUIDs of version 6 and up as they are. A
+    ``mariadb://`` dialect with no server version yet (offline SQL) counts as
+    new enough; MySQL has no ``UUID`` type.
     """
     if dialect.name == "mariadb" and dialect.server_version_info is None:
         return True

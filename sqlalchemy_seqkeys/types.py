@@ -183,8 +183,9 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
     ``native_uuid=True`` is the storage for UUIDv7 keys on MariaDB: its own
     ``UUID`` type (16 bytes), which from 10.11.5 keeps UUIDs of version 6 and
     up in time order; elsewhere (older MariaDB, MySQL, other engines) the
-    column is what it would be without it. COMB values carry no version, so
-    MariaDB's ``UUID`` type swaps their groups and scrambles their order: a
+    column is what it would be without it. COMB values carry random bits where
+    the version goes, so MariaDB's ``UUID`` type swaps the groups of many of
+    them (those that read as versions 1 to 5) and scrambles their order: a
     ``comb_guid`` default on such a column is refused.
 
     Example::

@@ -249,7 +249,10 @@ def uuid7_timestamp(value: uuid.UUID) -> datetime:
 
     Raises :class:`~sqlalchemy_seqkeys.InvalidGuidError` for anything but a
     version 7 ``uuid.UUID`` (COMB values have no version: use
-    :func:`~sqlalchemy_seqkeys.comb_timestamp`).
+    :func:`~sqlalchemy_seqkeys.comb_timestamp`). It reads only the version and
+    variant bits, so it cannot tell a COMB value whose random bits happen to
+    read as version 7 (about 1 in 32 of the ``as_string`` layout) from a UUIDv7:
+    know which kind a column holds.
 
     Example::
 

@@ -17,7 +17,6 @@ from sqlalchemy_seqkeys import (
     CombLayout,
     comb_guid,
     comb_timestamp,
-    new_comb,
 )
 
 pytestmark = pytest.mark.backend
@@ -110,38 +109,6 @@ def test_default_comb_guid_on_the_engine(engine: Engine) -> None:
             assert ordered == recorder.minted
     finally:
         metadata.drop_all(engine)
-
-
-def test_mariadb_native_uuid_type_would_break_time_order(mysql_engine: Engine) -> None:
-    """Why CombGuid uses CHAR(36)/BINARY(16) on MariaDB rather than its UUID type."""
-    if not mysql_engine.dialect.is_mariadb:
-        pytest.skip("the server is MySQL, which has no native UUID type")
-    # MariaDB swaps the groups of a value only when it reads as an RFC UUID of
-    # version 1-5 (variant bits 10). A COMB value's "version" and "variant" bits
-    # are timestamp and counter bits that change from one millisecond to the next,
-    # so mint over a few hundred milliseconds: some values then read as swappable.
-    minted = []
-    for i in range(2000):
-        if i % 10 == 0:
-            time.sleep(0.0015)
-        minted.append(str(new_comb(CombLayout.AS_STRING)))
-    swappable = [v for v in minted if v[14] in "12345" and v[19] in "89ab"]
-    assert swappable, "no minted value reads as an RFC UUID of version 1-5"
-    with mysql_engine.begin() as conn:
-        conn.execute(sa.text("DROP TABLE IF EXISTS seqkeys_native_uuid"))
-        conn.execute(sa.text("CREATE TABLE seqkeys_native_uuid (id UUID PRIMARY KEY)"))
-        try:
-            conn.execute(
-                sa.text("INSERT INTO seqkeys_native_uuid VALUES (:v)"), [{"v": v} for v in minted]
-            )
-            ordered = [
-                str(v)
-                for v in conn.scalars(sa.text("SELECT id FROM seqkeys_native_uuid ORDER BY id"))
-            ]
-        finally:
-            conn.execute(sa.text("DROP TABLE seqkeys_native_uuid"))
-    assert sorted(ordered) == sorted(minted)
-    assert ordered != minted  # MariaDB swaps the groups of some values before comparing
 
 
 def test_batched_multi_row_insert(engine: Engine) -> None:

@@ -1,13 +1,16 @@
 """MariaDB's own ``UUID`` type as the storage of UUIDv7 keys: ``CombGuid(native_uuid=True)``.
 
-MariaDB 10.11.5+ stores UUIDs of version 6 and up without swapping their
-groups, so version-7 keys sort in minting order in 16 bytes. COMB values carry
-no version bits, so the same type scrambles them: shown here on the live server.
+MariaDB 10.11.5+ swaps the groups of a UUID only when its version nibble is 1
+to 5 (byte 6 from 0x01 to 0x5F) and its variant's top bit is set (byte 8 >= 0x80),
+so version-7 keys sort in minting order in 16 bytes. COMB values carry random
+bits where the version and variant go, so that type swaps some of them (about
+one in five) and their order is lost: shown here on the live server.
 """
 
 from __future__ import annotations
 
 import random
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -22,6 +25,7 @@ from sqlalchemy_seqkeys import (
     CombGuid,
     InvalidGuidError,
     comb_guid,
+    comb_timestamp,
     new_comb,
     new_uuid7,
     uuid7_bounds,
@@ -88,21 +92,46 @@ def test_v7_keys_keep_minting_order_in_mariadb_uuid(
     assert window == [k for k in keys if start <= uuid7_timestamp(k) < end]
 
 
+def _mariadb_swaps(key: uuid.UUID) -> bool:
+    """MariaDB's rule (10.11.5+) for which UUIDs its type stores with swapped groups."""
+    b = key.bytes
+    return 0x01 <= b[6] <= 0x5F and b[8] >= 0x80
+
+
 def test_comb_keys_lose_their_order_in_mariadb_uuid(
     mysql_engine: Engine, mariadb_md: sa.MetaData
 ) -> None:
     # Why comb_guid is refused on CombGuid(native_uuid=True): the raw UUID type
-    # swaps the groups of values without version bits.
+    # swaps the groups of the COMB values whose random bits look like a version
+    # 1-5 UUID. The keys of one millisecond share those bits, so they are minted
+    # here over many milliseconds (a quick run can fall within one or two, all
+    # of them on keys MariaDB leaves alone).
     raw = sa.Table("comb_in_uuid", mariadb_md, sa.Column("id"), sa.Column("n"))
     with mysql_engine.begin() as conn:
         conn.execute(sa.text("CREATE TABLE comb_in_uuid (id UUID PRIMARY KEY, n INT NOT NULL)"))
-    keys = [str(new_comb("as_string")) for _ in range(ROWS)]
-    rows = [{"id": key, "n": n} for n, key in enumerate(keys)]
+    keys: list[uuid.UUID] = []
+    while len(keys) < ROWS:
+        keys += [new_comb("as_string") for _ in range(40)]
+        time.sleep(0.002)
+    assert len({comb_timestamp(k, "as_string") for k in keys}) >= 40
+    assert sum(map(_mariadb_swaps, keys)) > ROWS // 10  # about a third of the milliseconds
+    insert = sa.text("INSERT INTO comb_in_uuid (id, n) VALUES (:id, :n)")
+    rows = [{"id": str(key), "n": n} for n, key in enumerate(keys)]
     random.Random(7).shuffle(rows)
     with mysql_engine.begin() as conn:
-        conn.execute(sa.text("INSERT INTO comb_in_uuid (id, n) VALUES (:id, :n)"), rows)
+        conn.execute(insert, rows)
         order = list(conn.scalars(sa.select(raw.c.n).order_by(raw.c.id)))
-    assert order != list(range(ROWS))
+    assert sorted(order) == list(range(len(keys)))
+    assert order != list(range(len(keys)))
+    # the keys MariaDB leaves alone keep their order among themselves
+    kept = {n for n, key in enumerate(keys) if not _mariadb_swaps(key)}
+    assert [n for n in order if n in kept] == sorted(kept)
+
+    # and a COMB value with a fully random tail (new_comb(at=...)) can be refused
+    # outright: this one's bits read as a version 9 UUID with a non-RFC variant
+    refused = {"id": "018bcfe5-6a32-9b36-390e-3793a4068fac", "n": -1}
+    with pytest.raises(sa.exc.DBAPIError, match="Incorrect uuid value"), mysql_engine.begin() as c:
+        c.execute(insert, refused)
 
 
 def test_comb_default_on_native_uuid_column_is_refused() -> None:
