@@ -29,18 +29,17 @@ one round trip per block. Declared with ``metadata=``, ``create_all`` and
     >>> import sqlalchemy as sa
     >>> from sqlalchemy_seqkeys import pooled_sequence
     >>> metadata = sa.MetaData()
-    >>> order_id = pooled_sequence("order_id", 50, metadata=metadata)
-    >>> orders = sa.Table(
-    ...     "orders", metadata,
-    ...     sa.Column("id", sa.BigInteger, primary_key=True, default=order_id,
-    ...               autoincrement=False),
-    ...     sa.Column("note", sa.String(20)))
+    >>> invoice_no = pooled_sequence("invoice_no", 50, start=1000, metadata=metadata)
+    >>> invoices = sa.Table(
+    ...     "invoices", metadata,
+    ...     sa.Column("no", sa.BigInteger, primary_key=True, default=invoice_no),
+    ...     sa.Column("cents", sa.Integer))
     >>> engine = sa.create_engine("sqlite://")
     >>> metadata.create_all(engine)
     >>> with engine.begin() as conn:
-    ...     _ = conn.execute(orders.insert(), [{"note": "a"}, {"note": "b"}, {"note": "c"}])
-    ...     conn.scalars(sa.select(orders.c.id).order_by(orders.c.id)).all()
-    [1, 2, 3]
+    ...     _ = conn.execute(invoices.insert(), [{"cents": 1200}, {"cents": 3050}])
+    ...     conn.scalars(sa.select(invoices.c.no).order_by(invoices.c.no)).all()
+    [1000, 1001]
 
 **Blocks.** Threads share a process's block (per engine pool and
 ``schema_translate_map``); a thread that finds it used up takes ``nextval``
