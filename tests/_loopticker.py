@@ -7,7 +7,7 @@ worst lateness bounds the longest time the loop stood still::
 
     async with LoopTicker() as ticker:
         await asyncio.gather(*(insert(i) for i in range(50)))
-    assert ticker.max_late < 0.1, ticker   # a gross bound: noise passes, blocking fails
+    assert ticker.max_late < BLOCKED_S, ticker   # a gross bound: noise passes, blocking fails
 
 The garbage collector is paused while the ticker runs: a full collection of a
 test process's heap can stall the loop for tens of milliseconds, and that is
@@ -20,6 +20,13 @@ import asyncio
 import contextlib
 import gc
 from types import TracebackType
+
+#: A gross bound on how late the ticker may wake. The blocking faults the tests
+#: stage (a lock or server wait on the loop's thread) last a second or more; a
+#: process paused by the OS on a loaded two-core CI machine (two test workers
+#: beside five servers) can stand still for a tenth of a second without any
+#: blocking call, so the bound sits well above that and well below the faults.
+BLOCKED_S = 0.25
 
 
 class LoopTicker:

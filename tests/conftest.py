@@ -43,8 +43,15 @@ from sqlalchemy.engine import Engine
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hypothesis import settings
+
 from . import _databases
 from ._forking import fork_marker  # noqa: F401 - a fixture for the fork tests of every folder
+
+# The property tests assert values, not speed: with two test workers beside five
+# database servers, an example can be paused past hypothesis's 200 ms deadline.
+settings.register_profile("seqkeys", deadline=None)
+settings.load_profile("seqkeys")
 
 PG_URL = os.environ.get("SEQKEYS_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 MYSQL_URL = os.environ.get("SEQKEYS_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")

@@ -31,13 +31,14 @@ import pytest
 import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import workers_table
+from tests._loopticker import BLOCKED_S
 from tests.conftest import AsyncDatabase, _async_database
 
 pytestmark = pytest.mark.backend
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fastapi_app.py"
 #: a step of a task that holds the loop this long is a blocking call (a gross bound)
-BLOCKED = 0.1
+BLOCKED = BLOCKED_S
 #: while the test sets up (httpx reads its CA bundle, tables are created): not measured
 SETUP = 60.0
 

@@ -41,7 +41,7 @@ from sqlalchemy_seqkeys import (
 )
 from sqlalchemy_seqkeys.workers import AsyncWorkerLease
 from tests._helpers import fresh_table
-from tests._loopticker import LoopTicker
+from tests._loopticker import BLOCKED_S, LoopTicker
 from tests.conftest import AsyncDatabase
 
 pytestmark = pytest.mark.backend
@@ -49,7 +49,7 @@ pytestmark = pytest.mark.backend
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 #: a gross bound on how late the ticker may wake: a blocking call fails it, noise passes
-LATE = 0.1
+LATE = BLOCKED_S
 
 
 def run(database: AsyncDatabase, body: Callable[[AsyncEngine], Awaitable[T]]) -> T:

@@ -57,13 +57,14 @@ def test_leases_are_exclusive_and_released(lease_engine: Engine) -> None:
 
 
 def test_expired_lease_is_reclaimed_and_its_generator_stops(lease_engine: Engine) -> None:
-    crashed = WorkerLease(lease_engine, ttl=1, max_worker_id=0)
+    ttl = _short_ttl(lease_engine)
+    crashed = WorkerLease(lease_engine, ttl=ttl, max_worker_id=0)
     ids = Snowflake(worker_id=crashed)
     ids()
     crashed._closed.set()  # the process "dies": no more renewals, the row stays
     with pytest.raises(NoWorkerIdError):
-        WorkerLease(lease_engine, ttl=1, max_worker_id=0)  # still live for up to a second
-    time.sleep(1.3)
+        WorkerLease(lease_engine, ttl=ttl, max_worker_id=0)  # still live for up to a ttl
+    time.sleep(ttl + 0.3)
     successor = WorkerLease(lease_engine, ttl=10, max_worker_id=0)
     assert successor.worker_id == 0  # reclaimed after expiry
     with pytest.raises(WorkerLeaseLostError):
@@ -113,7 +114,8 @@ def test_rebinding_to_a_new_lease_while_threads_mint(lease_engine: Engine) -> No
     no id twice.
     """
     ids = Snowflake()  # in the models module
-    first = WorkerLease(lease_engine, ttl=1, max_worker_id=0)
+    ttl = _short_ttl(lease_engine)
+    first = WorkerLease(lease_engine, ttl=ttl, max_worker_id=0)
     ids.bind(first)  # in the app factory / worker_process_init
     stop = threading.Event()
     refused: list[int] = []
@@ -134,7 +136,7 @@ def test_rebinding_to_a_new_lease_while_threads_mint(lease_engine: Engine) -> No
         t.start()
     time.sleep(0.2)
     first._closed.set()  # its renewals stop; its row stays until it expires
-    time.sleep(1.3)
+    time.sleep(ttl + 0.3)
     second = WorkerLease(lease_engine, ttl=10, max_worker_id=0)
     assert second.worker_id == first.worker_id  # the same id, taken over after expiry
     ids.bind(second)
@@ -180,10 +182,13 @@ def test_close_releases_the_row_and_keeps_its_high_water_mark(lease_engine: Engi
 
 
 def test_renewal_moves_the_high_water_mark_on(lease_engine: Engine) -> None:
-    lease = WorkerLease(lease_engine, ttl=1, max_worker_id=0)
+    lease = WorkerLease(lease_engine, ttl=_short_ttl(lease_engine), max_worker_id=0)
     first = _row(lease_engine, 0).high_water_ms
-    time.sleep(0.8)  # two renewals
+    deadline = time.monotonic() + 10  # renewed every third of the ttl: well before this
+    while _row(lease_engine, 0).high_water_ms <= first and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert _row(lease_engine, 0).high_water_ms > first
+    assert lease.valid
     lease.close()
 
 

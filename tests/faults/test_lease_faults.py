@@ -43,6 +43,9 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 TTL = 1.0  # short leases keep each test to a few seconds; shorter ones lapsed under load
+#: the successor's lease: how long the frozen holder's lasts is what the test waits for, so
+#: the successor can afford renewals that survive a loaded machine's pauses
+SUCCESSOR_TTL = 3.0
 # (two test workers beside the servers on 2 cores starved a 0.5 s lease of its renewals)
 PROCESS_TIMEOUT = 60.0
 
@@ -151,7 +154,7 @@ def test_a_holder_frozen_past_its_ttl_raises_instead_of_minting(
     successor: subprocess.Popen[bytes] | None = None
     try:
         _wait_until_stopped(frozen)
-        successor = _start("successor", server_url, TTL, successor_out, stop)
+        successor = _start("successor", server_url, SUCCESSOR_TTL, successor_out, stop)
         _wait_for_file(Path(f"{successor_out}.ready"), successor)  # it holds the id now
         time.sleep(0.2)
         os.kill(frozen.pid, signal.SIGCONT)

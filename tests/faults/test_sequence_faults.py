@@ -204,6 +204,20 @@ def test_a_refill_thread_that_cannot_start_loses_no_values(
 # -- a refill that hangs ------------------------------------------------------------------
 
 
+def _wait_for_a_lock_wait(engine: Engine) -> None:
+    """Return once a session of this database waits for a lock (at most 10 s)."""
+    waiting = sa.text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    deadline = time.monotonic() + 10
+    with engine.connect() as conn:
+        while not conn.scalar(waiting):
+            assert time.monotonic() < deadline, "the fetching thread never reached the row lock"
+            time.sleep(0.01)
+            conn.rollback()
+
+
 @pytest.mark.parametrize("mode", ["batch", "async_batch"])
 def test_a_waiter_on_a_hung_refill_times_out_then_values_continue(
     pg_sequences: Engine, mode: str
@@ -223,7 +237,7 @@ def test_a_waiter_on_a_hung_refill_times_out_then_values_continue(
                 target=lambda: fetcher_values.append(sequence.next_value(pg_sequences))
             )
             fetcher.start()
-            time.sleep(0.2)
+            _wait_for_a_lock_wait(pg_sequences)  # else this thread would fetch, and wait forever
         with pytest.raises(SequenceAllocationError, match="refill_timeout"):
             sequence.next_value(pg_sequences)  # waits for that fetch or the refill thread
     finally:

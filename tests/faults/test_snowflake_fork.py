@@ -117,8 +117,12 @@ def test_a_child_with_threads_leases_exactly_one_worker_id(fork: str, lease_engi
     parent = [a(), b()]
 
     def in_the_child() -> str:
-        def both() -> int:
-            return a() if threading.get_ident() % 2 else b()
+        turns = threading.local()
+
+        def both() -> int:  # each thread alternates (thread idents are all even on Linux)
+            turn = getattr(turns, "n", 0)
+            turns.n = turn + 1
+            return a() if turn % 2 else b()
 
         minted = [v for out in in_threads(both, 4, 2_000) for v in out]
         minted += [a() for _ in range(100)] + [b() for _ in range(100)]
