@@ -282,6 +282,8 @@ class ScaleRun:
     orm: bool = False
     #: the variants ran in turn this many times (ratios: each round against its own identity)
     rounds: int = 1
+    #: PostgreSQL sent an executemany without RETURNING as multi-row VALUES statements
+    multi_values: bool = False
 
 
 # -- servers -------------------------------------------------------------------
@@ -529,6 +531,7 @@ def run(
     cache_mb: int = CACHE_MB,
     orm: bool = False,
     rounds: int = 1,
+    multi_values: bool = False,
 ) -> ScaleRun:
     """Start each engine's private server, run ``variants`` there in order, stop it.
 
@@ -540,7 +543,10 @@ def run(
     ``orm``, rows are inserted as ORM objects (see :func:`measure_variant`). With
     ``rounds`` > 1 the variants run in turn, round after round (interleaved, so that a
     machine that drifts weighs on every variant alike); each round's ratios are to its
-    own ``identity``, and the targets take the median over the rounds.
+    own ``identity``, and the targets take the median over the rounds. With
+    ``multi_values``, PostgreSQL sends an executemany without ``RETURNING`` as multi-row
+    ``VALUES`` statements (SQLAlchemy's ``use_insertmanyvalues_wo_returning``), not as
+    psycopg's pipelined executemany of one ``INSERT`` a row.
 
     Example::
 
@@ -554,6 +560,7 @@ def run(
         started=f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
         orm=orm,
         rounds=rounds,
+        multi_values=multi_values,
     )
     began = time.perf_counter()
     names = _usable(variants, report.notes)
@@ -565,6 +572,8 @@ def run(
         with private_server(key, cache_mb) as url:
             report.urls[key] = url
             engine = insert.bench_engine(url)
+            if multi_values:
+                engine.dialect.use_insertmanyvalues_wo_returning = True
             try:
                 with engine.connect() as conn:
                     report.servers[key] = _server_version(conn)
@@ -815,6 +824,13 @@ _ORM_NOTE = (
     "client does not need."
 )
 
+_MULTI_VALUES_NOTE = (
+    "With `--multi-values`, PostgreSQL's executemany without `RETURNING` went out as "
+    "multi-row `VALUES` statements (`engine.dialect.use_insertmanyvalues_wo_returning = True`), "
+    "not as psycopg's pipelined executemany of one `INSERT` a row (SQLAlchemy's default for "
+    "psycopg)."
+)
+
 _STOP_NOTE = (
     "With `--max-ratio {r:g}`, a variant that had taken {r:g} times identity's whole time "
     "was stopped after the batch that crossed that line: its row says `(stopped)` with the "
@@ -837,6 +853,8 @@ def render_markdown(run_: ScaleRun, argv: Sequence[str]) -> str:
     ]
     if run_.orm:
         lines += [_ORM_NOTE, ""]
+    if run_.multi_values:
+        lines += [_MULTI_VALUES_NOTE, ""]
     if run_.rounds > 1:
         lines += [_ROUNDS_NOTE.format(n=run_.rounds), ""]
     if run_.max_ratio is not None:
@@ -906,6 +924,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="insert each batch as new ORM objects (Session.add_all, one commit) instead of "
         "one Core executemany",
     )
+    parser.add_argument(
+        "--multi-values",
+        action="store_true",
+        help="PostgreSQL: send an executemany without RETURNING as multi-row VALUES "
+        "(use_insertmanyvalues_wo_returning) instead of psycopg's pipelined executemany",
+    )
     parser.add_argument("--out", metavar="FILE.md", help="also write the Markdown tables here")
 
 
@@ -944,6 +968,7 @@ def main(args: argparse.Namespace) -> int:
         cache_mb=args.cache_mb,
         orm=args.orm,
         rounds=args.rounds,
+        multi_values=args.multi_values,
     )
     print(render_text(result), flush=True)
     if args.out:

@@ -193,6 +193,32 @@ def test_orm_batches_return_only_server_assigned_keys(engines: Any) -> None:
     assert "Through the ORM" in scale.render_markdown(run, ["scale", "--orm"])
 
 
+def test_multi_values_sends_multi_row_statements() -> None:
+    """``--multi-values``: PostgreSQL gets one multi-row ``INSERT ... VALUES`` a batch
+    instead of psycopg's executemany of one ``INSERT`` a row, for a server-assigned key and
+    a client-minted one alike."""
+    sent: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.startswith("INSERT INTO scale_"):
+            sent.append(statement)
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", seen)
+    try:
+        result = scale.run(
+            1_000, engines=["postgresql"], variants=["identity", "snowflake"], batch=250,
+            settle=0.0, multi_values=True,
+        )  # fmt: skip
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", seen)
+    assert [r.rows for r in result.results["postgresql"]] == [1_000, 1_000]
+    for table in ("scale_identity", "scale_snowflake"):
+        statements = [s for s in sent if s.startswith(f"INSERT INTO {table} ")]
+        assert len(statements) == 4  # one a batch of 250
+        assert [s.count("), (") for s in statements] == [249] * 4, statements[0][:300]
+    assert "--multi-values" in scale.render_markdown(result, ["scale", "--multi-values"])
+
+
 def test_a_variant_named_twice_runs_again() -> None:
     """``identity`` first and last: the second row shows the drift, against the first.
 
