@@ -93,6 +93,7 @@ from sqlalchemy_seqkeys._blocks import (
     begin,
     connect,
 )
+from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._dialect import facts, incrementing_sequences
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.errors import (
@@ -349,21 +350,24 @@ class PooledSequence(_aio.AwaitableDDL):
         """The column default: one key for the row being inserted."""
         # An executemany takes the keys of all its rows at its first row, under
         # one lock, and keeps them on its context (which lives for that one
-        # execution): its other rows only pop one. A list found empty (two
-        # columns drawing on this sequence) means one key at a time from then on.
-        ahead: list[int] | None = context.__dict__.get(self._rows_attr)
-        if ahead:
-            return ahead.pop()
+        # execution), stamped with this process's token: its other rows only pop
+        # one, in this process. A list found empty (two columns drawing on this
+        # sequence) means one key at a time from then on.
+        kept: tuple[int, list[int]] | None = context.__dict__.get(self._rows_attr)
+        if kept is not None and kept[1] and kept[0] == _fork.process_token():
+            return kept[1].pop()
         conn = context.connection
         state = self._blocks.of(conn)
         if state is None:
             return self.fallback(context)
-        rows = len(context.compiled_parameters)
-        if rows > 1 and ahead is None:
+        # a default executed on its own (conn.scalar(column.default)) has no rows
+        rows = len(getattr(context, "compiled_parameters", ()))
+        if rows > 1 and kept is None:
+            token = _fork.process_token()  # of the process whose blocks these keys come from
             ahead = self._take_many(conn, state, rows)
             ahead.reverse()  # popped from the end: the rows get them in order
             first = ahead.pop()
-            context.__dict__[self._rows_attr] = ahead
+            context.__dict__[self._rows_attr] = (token, ahead)
             return first
         return self._take(conn, state)
 

@@ -199,6 +199,27 @@ def test_an_executemany_takes_its_keys_at_once_in_row_order_and_each_once(
     assert counts["blocks"] == blocks, counts
 
 
+def test_the_default_executed_on_its_own_gives_a_key_no_row_has(
+    engine: Engine, declare: Callable[..., tuple[PooledSequence, type[Any]]]
+) -> None:
+    """``conn.scalar(column.default)``, as with any SQLAlchemy column default: a key
+    from the same blocks, never one an insert got (its context has no rows)."""
+    sequence, row = declare("seqkeys_pooled_alone")
+    with Session(engine) as session:
+        session.add_all([row(note="n") for _ in range(3)])
+        session.commit()
+    column = row.__table__.c.id
+    with engine.begin() as conn:
+        alone = [conn.scalar(column.default) for _ in range(SIZE + 2)]
+    with Session(engine) as session:
+        session.add_all([row(note="n") for _ in range(3)])
+        session.commit()
+    keys = all_ids(engine)
+    assert len(set(alone)) == len(alone)
+    assert not set(alone) & set(keys)
+    assert sorted(alone + keys) == list(range(1, SIZE + 2 + 6 + 1))  # one process: no gaps
+
+
 def test_orm_threads_beside_a_raw_writer_never_share_a_key(
     engine: Engine, declare: Callable[..., tuple[PooledSequence, type[Any]]]
 ) -> None:
