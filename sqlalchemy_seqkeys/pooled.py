@@ -86,6 +86,7 @@ from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.engine.mock import MockConnection
 from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence
 
+from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._blocks import (
     BlockState,
     BlockStore,
@@ -93,7 +94,6 @@ from sqlalchemy_seqkeys._blocks import (
     begin,
     connect,
 )
-from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._dialect import facts, incrementing_sequences
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.errors import (

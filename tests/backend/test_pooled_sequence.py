@@ -204,7 +204,7 @@ def test_the_default_executed_on_its_own_gives_a_key_no_row_has(
 ) -> None:
     """``conn.scalar(column.default)``, as with any SQLAlchemy column default: a key
     from the same blocks, never one an insert got (its context has no rows)."""
-    sequence, row = declare("seqkeys_pooled_alone")
+    _, row = declare("seqkeys_pooled_alone")
     with Session(engine) as session:
         session.add_all([row(note="n") for _ in range(3)])
         session.commit()
