@@ -62,7 +62,7 @@ from .errors import (
     TimestampOutOfRangeError,
 )
 
-__all__ = ["CombLayout", "comb_minter", "comb_timestamp", "new_comb"]
+__all__ = ["CombLayout", "comb_minter", "comb_minter_many", "comb_timestamp", "new_comb"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MS_BITS = 48
@@ -198,6 +198,57 @@ class _MonotonicSource:
             )
         return ms, counter
 
+    #: at most this many pairs under one hold of the lock (other threads mint in between)
+    _MANY_CHUNK = 1024
+
+    def next_many(self, k: int) -> list[tuple[int, int]]:
+        """The next ``k`` pairs: what ``k`` calls of :meth:`next` at one clock reading give.
+
+        One fork check, one clock reading and one lock for every
+        ``_MANY_CHUNK`` pairs, instead of one of each per pair: an executemany's
+        keys, taken at its first row. Other threads' pairs may fall between two
+        chunks; every pair is still larger than every earlier one.
+        """
+        if not _fork._marker[0]:
+            _fork.forked()
+        now = self._clock_ns() // 1_000_000
+        n = self._nbytes
+        shift = self._fresh_shift
+        top = self._max
+        from_bytes = int.from_bytes
+        out: list[tuple[int, int]] = []
+        append = out.append
+        ms = now
+        while len(out) < k:
+            with self._lock:
+                buffer, pos, ms, counter = self._buffer, self._pos, self._ms, self._counter
+                try:
+                    for _ in range(min(k - len(out), self._MANY_CHUNK)):
+                        if pos + n > len(buffer):
+                            buffer = self._randbytes(n * self._BLOCK)
+                            pos = 0
+                        r = from_bytes(buffer[pos : pos + n], "big")
+                        pos += n
+                        if now > ms:
+                            ms = now
+                            counter = r >> shift
+                        else:
+                            counter += 1 + (r & 0xFFFFFFFF)
+                            if counter > top:
+                                # this millisecond ran out of room: borrow the next one
+                                ms += 1
+                                counter = r >> shift
+                        append((ms, counter))
+                finally:
+                    # whatever was drawn is spent, even if a draw failed midway
+                    self._buffer, self._pos, self._ms, self._counter = buffer, pos, ms, counter
+        if ms >= _MS_LIMIT:
+            raise TimestampOutOfRangeError(
+                f"the clock reads {ms} ms since 1970, past the 48-bit timestamp field; "
+                "check the system clock"
+            )
+        return out
+
     def _after_fork_in_child(self) -> None:
         # The lock may have been held by a thread that does not exist here.
         self._lock = threading.Lock()
@@ -331,6 +382,48 @@ def comb_minter(layout: CombLayout | str) -> Callable[[], uuid.UUID]:
 
     _guid_minters.add(mint_as_string)
     return mint_as_string
+
+
+def comb_minter_many(layout: CombLayout | str) -> Callable[[int], list[uuid.UUID]]:
+    """A function of ``k`` that mints the next ``k`` COMB GUIDs of ``layout`` at once.
+
+    The values ``k`` calls of :func:`comb_minter`'s function would give in one
+    instant, for a fraction of the time: what a column default uses for an
+    executemany's rows.
+
+    Example::
+
+        >>> mint_many = comb_minter_many("as_string")
+        >>> values = mint_many(3)
+        >>> values == sorted(values) and len(set(values)) == 3
+        True
+    """
+    try:
+        encode = _ENCODERS[layout]
+    except (KeyError, TypeError):
+        raise _bad_layout(layout) from None
+    source_many = _comb_source.next_many
+    if encode is not _encode_as_string:
+
+        def mint_many(k: int) -> list[uuid.UUID]:
+            return [encode(ms, counter) for ms, counter in source_many(k)]
+
+        return mint_many
+
+    # The default layout on most engines, inlined as in comb_minter.
+    uuid_class = uuid.UUID
+
+    def mint_many_as_string(k: int) -> list[uuid.UUID]:
+        out: list[uuid.UUID] = []
+        append = out.append
+        for ms, counter in source_many(k):
+            u: uuid.UUID = _object_new(uuid_class)
+            _object_setattr(u, "int", (ms << 80) | counter)
+            _object_setattr(u, "is_safe", _SAFE_UNKNOWN)
+            append(u)
+        return out
+
+    return mint_many_as_string
 
 
 def new_comb(layout: CombLayout | str, *, at: datetime | int | None = None) -> uuid.UUID:

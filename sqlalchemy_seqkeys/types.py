@@ -59,8 +59,9 @@ from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.engine.interfaces import Dialect
 
+from . import _fork
 from ._dialect import facts, mariadb_uuid_keeps_v7_order
-from .comb import CombLayout, comb_minter
+from .comb import CombLayout, comb_minter, comb_minter_many
 from .errors import InvalidGuidError
 
 __all__ = ["CombGuid", "CombGuidDefault", "comb_guid"]
@@ -335,12 +336,15 @@ class CombGuidDefault:
         )
     """
 
-    __slots__ = ("_minters", "layout")
+    __slots__ = ("_many", "_minters", "_rows_attr", "layout")
 
     def __init__(self, layout: CombLayout | str | None = None) -> None:
         self.layout = None if layout is None else CombLayout.coerce(layout)
         # dialect name -> zero-argument minter; filled on first use per dialect
         self._minters: dict[str, Callable[[], uuid.UUID]] = {}
+        # dialect name -> minter of k values at once (an executemany's rows)
+        self._many: dict[str, Callable[[int], list[uuid.UUID]]] = {}
+        self._rows_attr = f"_seqkeys_comb_{id(self):x}"
 
     def __repr__(self) -> str:
         return (
@@ -391,8 +395,37 @@ class CombGuidDefault:
             self._minters[name] = found
             return found
 
+    def _minter_many(self, name: str) -> Callable[[int], list[uuid.UUID]]:
+        found = self._many.get(name)
+        if found is None:
+            layout = self.layout_for(name)
+            if layout is None:
+                found = lambda k: [uuid.uuid4() for _ in range(k)]  # noqa: E731
+            else:
+                found = comb_minter_many(layout)
+            self._many[name] = found
+        return found
+
     def __call__(self, context: DefaultExecutionContext) -> uuid.UUID:
-        mint = self._minters.get(context.dialect.name)
+        # An executemany mints the values of all its rows at its first row (one
+        # clock reading and lock, not one per row) and keeps them on its context,
+        # which lives for that one execution, stamped with this process's token:
+        # its other rows only pop one. A list found empty (two columns on this
+        # default) means one value at a time from then on.
+        kept: tuple[int, list[uuid.UUID]] | None = context.__dict__.get(self._rows_attr)
+        if kept is not None and kept[1] and kept[0] == _fork.process_token():
+            return kept[1].pop()
+        name = context.dialect.name
+        # a default executed on its own (conn.scalar(column.default)) has no rows
+        rows = len(getattr(context, "compiled_parameters", ()))
+        if rows > 1 and kept is None:
+            token = _fork.process_token()
+            ahead = self._minter_many(name)(rows)
+            ahead.reverse()  # popped from the end: the rows get them in order
+            first = ahead.pop()
+            context.__dict__[self._rows_attr] = (token, ahead)
+            return first
+        mint = self._minters.get(name)
         if mint is None:
             mint = self.minter(context.dialect)
         return mint()

@@ -111,6 +111,47 @@ def test_default_comb_guid_on_the_engine(engine: Engine) -> None:
         metadata.drop_all(engine)
 
 
+def test_an_executemany_mints_its_rows_values_at_once_in_row_order(engine: Engine) -> None:
+    """An executemany's values come from one call of the many-minter, in row order, each
+    once; a second column on the same default gets values of its own; the default
+    executed on its own (``conn.scalar(column.default)``) still mints one."""
+    default = comb_guid.with_layout(comb_guid.layout_for(engine.dialect) or "as_string")
+    calls: list[int] = []
+    name = engine.dialect.name
+    real = default._minter_many(name)
+
+    def counting(k: int) -> list[uuid.UUID]:
+        calls.append(k)
+        return real(k)
+
+    default._many[name] = counting
+    metadata = sa.MetaData()
+    table = sa.Table(
+        "seqkeys_comb_many",
+        metadata,
+        sa.Column("id", CombGuid(), primary_key=True, default=default),
+        sa.Column("other", CombGuid(), nullable=False, default=default),
+        sa.Column("n", sa.Integer, nullable=False),
+    )
+    metadata.drop_all(engine)
+    metadata.create_all(engine)
+    rows = 500
+    try:
+        with engine.begin() as conn:
+            conn.execute(table.insert(), [{"n": n} for n in range(rows)])
+            alone = conn.scalar(table.c.id.default)  # type: ignore[arg-type]
+        with engine.connect() as conn:
+            got = conn.execute(sa.select(table.c.id, table.c.other).order_by(table.c.n)).all()
+    finally:
+        metadata.drop_all(engine)
+    ids = [r.id for r in got]
+    every = ids + [r.other for r in got] + [alone]
+    assert calls == [rows]  # one call for the executemany's rows, none for the rest
+    assert len(set(every)) == 2 * rows + 1
+    assert ids == sorted(ids)  # the rows got them in order
+    assert isinstance(alone, uuid.UUID)
+
+
 def test_batched_multi_row_insert(engine: Engine) -> None:
     """Client-side keys let SQLAlchemy send one INSERT per batch, not one per row."""
     recorder = Recorder(comb_guid)

@@ -22,7 +22,7 @@ import pytest
 
 from sqlalchemy_seqkeys import CombGuidDefault, CombLayout, comb_guid, new_comb, new_uuid7
 from sqlalchemy_seqkeys import _fork as fork_module
-from sqlalchemy_seqkeys.comb import comb_minter
+from sqlalchemy_seqkeys.comb import comb_minter, comb_minter_many
 from tests._forking import libc_fork as _libc_fork
 from tests._helpers import in_forked_child, in_threads
 
@@ -100,6 +100,19 @@ def test_libc_forked_child_shares_no_value_with_its_parent(name: str) -> None:
     assert len(child) == PER_PROCESS
     assert len(set(parent)) == PER_PROCESS
     assert len(set(child)) == PER_PROCESS
+    shared = set(parent) & set(child)
+    assert not shared, f"{len(shared)} of {PER_PROCESS} values minted by both parent and child"
+
+
+@pytest.mark.usefixtures("fork_marker")
+@pytest.mark.parametrize("layout", list(CombLayout))
+def test_a_libc_forked_child_minting_many_at_once_shares_nothing(layout: CombLayout) -> None:
+    """An executemany's values, minted at once (comb_minter_many), after a libc fork()."""
+    many = comb_minter_many(layout)
+    parent, child = _mint_in_parent_and_libc_child(
+        comb_minter(layout), PER_PROCESS, lambda n: [v for _ in range(n // 100) for v in many(100)]
+    )
+    assert len(set(parent)) == len(set(child)) == PER_PROCESS
     shared = set(parent) & set(child)
     assert not shared, f"{len(shared)} of {PER_PROCESS} values minted by both parent and child"
 

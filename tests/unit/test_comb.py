@@ -180,6 +180,51 @@ def test_counter_overflow_borrows_the_next_millisecond() -> None:
     assert pairs == [(FROZEN_MS, 0x7F), (FROZEN_MS + 1, 0x7F), (FROZEN_MS + 2, 0x7F)]
 
 
+@pytest.mark.parametrize(
+    ("bits", "clock_ms", "k"),
+    [
+        (80, [FROZEN_MS], 700),  # across random blocks (256 draws each)
+        (80, [FROZEN_MS], 2_500),  # across chunks of the lock (1,024)
+        (8, [FROZEN_MS], 5),  # a tiny counter: borrows the next milliseconds
+        (80, [FROZEN_MS + 5, FROZEN_MS], 300),  # the clock stepped back since the last call
+    ],
+    ids=["blocks", "chunks", "overflow", "clock-back"],
+)
+def test_next_many_gives_what_as_many_next_calls_give(
+    bits: int, clock_ms: list[int], k: int
+) -> None:
+    """An executemany's values, minted at once, are exactly the one-by-one values."""
+
+    def source() -> comb_module._MonotonicSource:
+        readings = iter([*clock_ms, *[clock_ms[-1]] * k])
+        return comb_module._MonotonicSource(
+            bits,
+            clock_ns=lambda: next(readings) * 1_000_000,
+            randbytes=lambda n: bytes((i * 37 + 11) % 256 for i in range(n)),
+        )
+
+    one, many = source(), source()
+    if len(clock_ms) > 1:  # the same earlier value in both
+        assert one.next() == many.next()
+    expected = [one.next() for _ in range(k)]
+    got = many.next_many(k)
+    assert got == expected
+    assert got == sorted(got)
+    assert len(set(got)) == k
+    assert one.next() == many.next()  # and both go on from the same state
+
+
+def test_minted_many_at_once_sort_and_never_repeat_across_threads() -> None:
+    many = comb_module.comb_minter_many("as_string")
+    one = comb_module.comb_minter("as_string")
+    results = in_threads(lambda: [*many(300), one()], 4, 50)
+    for out in results:
+        flat = [v for batch in out for v in batch]
+        assert flat == sorted(flat)  # one thread's values increase
+    every = [v for out in results for batch in out for v in batch]
+    assert len(set(every)) == len(every) == 4 * 50 * 301
+
+
 def test_a_forked_child_draws_new_random_bytes() -> None:
     calls: list[int] = []
 
