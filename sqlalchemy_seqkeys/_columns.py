@@ -35,11 +35,18 @@ PostgreSQL and ``AUTO_INCREMENT`` on MariaDB, so raw INSERTs took keys from
 another source than the application's. With it, autogenerate renders
 ``autoincrement=False`` and the migration creates the column ``create_all``
 creates.
+
+A column declared ``default=new_uuid7`` mints an executemany's values at its
+first row: SQLAlchemy calls a zero-argument default without its execution
+context, so the column's default calls :func:`_new_uuid7_rows` instead, which
+has it (the default as given, ``new_uuid7``, stays what SQLAlchemy copies and
+compares).
 """
 
 from __future__ import annotations
 
 import functools
+import uuid
 import weakref
 from typing import Any
 
@@ -47,7 +54,10 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import types as sqltypes
 from sqlalchemy.dialects import oracle
+from sqlalchemy.engine.interfaces import ExecutionContext
+from sqlalchemy.sql.schema import CallableColumnDefault
 
+from . import _fork
 from ._dialect import facts
 from .bitreverse import BitReversed
 from .comb import _guid_minters, new_comb
@@ -64,7 +74,7 @@ from .sequences import TableSequence
 from .shard import ShardId, _ShardComputed
 from .snowflake import Snowflake
 from .types import CombGuid, CombGuidDefault
-from .uuid7 import new_uuid7
+from .uuid7 import _default_generator, new_uuid7
 
 __all__: list[str] = []
 
@@ -278,11 +288,41 @@ def _is_ours(column: sa.Column[Any]) -> bool:
     )
 
 
+#: where an executemany keeps the UUIDv7 values of its rows
+_UUID7_ROWS = "_seqkeys_uuid7_rows"
+
+
+def _new_uuid7_rows(context: ExecutionContext) -> uuid.UUID:
+    """``new_uuid7`` as a column default that sees its execution context.
+
+    An executemany mints the values of all its rows at its first row (one
+    clock reading and lock, not one per row: the values one by one would give)
+    and keeps them on its context, which lives for that one execution, stamped
+    with this process's token; its other rows pop one. A list found empty (two
+    such columns) means one value at a time from then on.
+    """
+    kept: tuple[int, list[uuid.UUID]] | None = context.__dict__.get(_UUID7_ROWS)
+    if kept is not None and kept[1] and kept[0] == _fork.process_token():
+        return kept[1].pop()
+    # a default executed on its own (conn.scalar(column.default)) has no rows
+    rows = len(getattr(context, "compiled_parameters", ()))
+    if rows > 1 and kept is None:
+        token = _fork.process_token()
+        ahead = _default_generator.mint_many(rows)
+        ahead.reverse()  # popped from the end: the rows get them in order
+        first = ahead.pop()
+        context.__dict__[_UUID7_ROWS] = (token, ahead)
+        return first
+    return new_uuid7()
+
+
 def _column_attached(column: sa.Column[Any], parent: Any) -> None:
     if not isinstance(parent, sa.Table) or not _is_ours(column):
         return
     _check_type(column, parent)
     fn = _given_default(column)
+    if fn is new_uuid7 and isinstance(column.default, CallableColumnDefault):
+        column.default.arg = _new_uuid7_rows
     if column.autoincrement == "auto" and (
         _integer_kind(fn) is not None or isinstance(fn, ShardId)
     ):

@@ -77,6 +77,9 @@ _TAIL_MASK = 0xFFFF_FFFF
 _LO_MASK = 0x3FFF_FFFF  # counter_lo: the counter's 30 low bits
 _VERSION_VARIANT_MASK = (0xF << 76) | (0b11 << 62)
 
+#: at most this many values under one hold of the lock (other threads mint in between)
+_MANY_CHUNK = 1024
+
 _object_new = object.__new__
 _object_setattr = object.__setattr__
 _SAFE_UNKNOWN = uuid.SafeUUID.unknown
@@ -102,9 +105,11 @@ class _Uuid7Generator:
         '018bcfe5-6800-7000-8000-000100000000'
     """
 
-    __slots__ = ("__weakref__", "_after_fork", "_get_state", "_set_state", "mint")
+    __slots__ = ("__weakref__", "_after_fork", "_get_state", "_set_state", "mint", "mint_many")
 
     mint: Callable[[], uuid.UUID]
+    #: ``mint_many(k)``: the values of ``k`` calls of :attr:`mint` at one clock reading
+    mint_many: Callable[[int], list[uuid.UUID]]
 
     def __init__(
         self,
@@ -174,6 +179,64 @@ class _Uuid7Generator:
             _object_setattr(u, "is_safe", _SAFE_UNKNOWN)
             return u
 
+        def mint_many(k: int) -> list[uuid.UUID]:
+            # mint()'s steps k times over, for an executemany's rows: one fork
+            # check and one clock reading, the lock taken once per _MANY_CHUNK.
+            nonlocal last_ms, counter, buffer, pos
+            if not fork_module._marker[0]:
+                fork_module.forked()
+            ints: list[int] = []
+            append = ints.append
+            ms = -1
+            while len(ints) < k:
+                with lock:
+                    now = clock_ns() // 1_000_000
+                    for _ in range(min(k - len(ints), _MANY_CHUNK)):
+                        ms = now
+                        p = pos
+                        seed = ms > last_ms
+                        if not seed:
+                            if ms < last_ms:
+                                ms = last_ms + 1
+                            c = counter + 1
+                            seed = c > _COUNTER_MAX
+                            if seed:
+                                ms += 1
+                        if seed:
+                            if p + 10 > len(buffer):
+                                buffer, p = buffer[p:] + randbytes(block), 0
+                            r = from_bytes(buffer[p : p + 10], "big")
+                            pos = p + 10
+                            c = (r >> 32) & _SEED_MASK
+                            tail = r & _TAIL_MASK
+                        else:
+                            if p + 4 > len(buffer):
+                                buffer, p = buffer[p:] + randbytes(block), 0
+                            tail = from_bytes(buffer[p : p + 4], "big")
+                            pos = p + 4
+                        if ms >= _MS_LIMIT:
+                            raise TimestampOutOfRangeError(
+                                f"the clock reads {ms} ms since 1970, past the 48-bit "
+                                "timestamp of a UUIDv7; check the system clock"
+                            )
+                        last_ms = ms
+                        counter = c
+                        append(
+                            (ms << 80)
+                            | _VERSION_7_FLAGS
+                            | ((c >> 30) << 64)
+                            | ((c & _LO_MASK) << 32)
+                            | tail
+                        )
+            out: list[uuid.UUID] = []
+            keep = out.append
+            for value in ints:
+                u: uuid.UUID = _object_new(uuid_class)
+                _object_setattr(u, "int", value)
+                _object_setattr(u, "is_safe", _SAFE_UNKNOWN)
+                keep(u)
+            return out
+
         def after_fork() -> None:
             # In a forked child, before any value: a new lock (the parent's may
             # be held by a thread that does not exist here), none of the
@@ -199,6 +262,7 @@ class _Uuid7Generator:
         # only ``mint`` must keep the generator alive too.
         setattr(mint, "_generator", self)  # noqa: B010 - mypy types mint as a plain function
         self.mint = mint
+        self.mint_many = mint_many
         self._after_fork = after_fork
         self._get_state = get_state
         self._set_state = set_state

@@ -17,7 +17,9 @@ from sqlalchemy_seqkeys import (
     CombLayout,
     comb_guid,
     comb_timestamp,
+    new_uuid7,
 )
+from sqlalchemy_seqkeys import uuid7 as uuid7_module
 
 pytestmark = pytest.mark.backend
 
@@ -150,6 +152,53 @@ def test_an_executemany_mints_its_rows_values_at_once_in_row_order(engine: Engin
     assert len(set(every)) == 2 * rows + 1
     assert ids == sorted(ids)  # the rows got them in order
     assert isinstance(alone, uuid.UUID)
+
+
+def test_new_uuid7_as_a_default_mints_an_executemany_at_once(engine: Engine) -> None:
+    """``default=new_uuid7``: one many-minter call for an executemany's rows, in row order,
+    each value once, also in a second column, in a copied table, and executed on its own."""
+    calls: list[int] = []
+    real = uuid7_module._default_generator.mint_many
+
+    def counting(k: int) -> list[uuid.UUID]:
+        calls.append(k)
+        return real(k)
+
+    metadata = sa.MetaData()
+    table = sa.Table(
+        "seqkeys_uuid7_many",
+        metadata,
+        sa.Column("id", CombGuid(), primary_key=True, default=new_uuid7),
+        sa.Column("other", CombGuid(), nullable=False, default=new_uuid7),
+        sa.Column("n", sa.Integer, nullable=False),
+    )
+    assert table.c.id.default is not None
+    assert table.c.id.default._given_arg is new_uuid7  # what SQLAlchemy copies and compares
+    copy = table.to_metadata(sa.MetaData(), name="seqkeys_uuid7_copy")
+    metadata.drop_all(engine)
+    metadata.create_all(engine)
+    copy.create(engine)
+    rows = 500
+    uuid7_module._default_generator.mint_many = counting
+    try:
+        with engine.begin() as conn:
+            conn.execute(table.insert(), [{"n": n} for n in range(rows)])
+            conn.execute(copy.insert(), [{"n": n} for n in range(rows)])
+            alone = conn.scalar(table.c.id.default)  # type: ignore[arg-type]
+        with engine.connect() as conn:
+            got = conn.execute(sa.select(table.c.id, table.c.other).order_by(table.c.n)).all()
+            copied = conn.scalars(sa.select(copy.c.id).order_by(copy.c.n)).all()
+    finally:
+        uuid7_module._default_generator.mint_many = real
+        copy.drop(engine)
+        metadata.drop_all(engine)
+    ids = [r.id for r in got]
+    every = ids + [r.other for r in got] + list(copied) + [alone]
+    assert calls == [rows, rows]  # one call per executemany, none for the rest
+    assert len(set(every)) == 3 * rows + 1
+    assert ids == sorted(ids)
+    assert list(copied) == sorted(copied)
+    assert all(v.version == 7 for v in every)
 
 
 def test_batched_multi_row_insert(engine: Engine) -> None:

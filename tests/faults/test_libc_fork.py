@@ -22,6 +22,7 @@ import pytest
 
 from sqlalchemy_seqkeys import CombGuidDefault, CombLayout, comb_guid, new_comb, new_uuid7
 from sqlalchemy_seqkeys import _fork as fork_module
+from sqlalchemy_seqkeys import uuid7 as uuid7_module
 from sqlalchemy_seqkeys.comb import comb_minter, comb_minter_many
 from tests._forking import libc_fork as _libc_fork
 from tests._helpers import in_forked_child, in_threads
@@ -104,13 +105,20 @@ def test_libc_forked_child_shares_no_value_with_its_parent(name: str) -> None:
     assert not shared, f"{len(shared)} of {PER_PROCESS} values minted by both parent and child"
 
 
+MANY_AT_ONCE: dict[str, tuple[Callable[[], uuid.UUID], Callable[[int], list[uuid.UUID]]]] = {
+    **{layout.name: (comb_minter(layout), comb_minter_many(layout)) for layout in CombLayout},
+    "new_uuid7": (new_uuid7, uuid7_module._default_generator.mint_many),
+}
+
+
 @pytest.mark.usefixtures("fork_marker")
-@pytest.mark.parametrize("layout", list(CombLayout))
-def test_a_libc_forked_child_minting_many_at_once_shares_nothing(layout: CombLayout) -> None:
-    """An executemany's values, minted at once (comb_minter_many), after a libc fork()."""
-    many = comb_minter_many(layout)
+@pytest.mark.parametrize("name", list(MANY_AT_ONCE))
+def test_a_libc_forked_child_minting_many_at_once_shares_nothing(name: str) -> None:
+    """An executemany's values, minted at once (comb_minter_many, the UUIDv7 default's
+    mint_many), after a libc fork()."""
+    one, many = MANY_AT_ONCE[name]
     parent, child = _mint_in_parent_and_libc_child(
-        comb_minter(layout), PER_PROCESS, lambda n: [v for _ in range(n // 100) for v in many(100)]
+        one, PER_PROCESS, lambda n: [v for _ in range(n // 100) for v in many(100)]
     )
     assert len(set(parent)) == len(set(child)) == PER_PROCESS
     shared = set(parent) & set(child)

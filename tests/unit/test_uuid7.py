@@ -176,6 +176,35 @@ def test_any_clock_walk_matches_cpython(steps: list[int], seed: bytes) -> None:
     assert got == sorted(got)
 
 
+@pytest.mark.parametrize(
+    ("first", "now", "k"),
+    [(0, 3, 200), (3, 3, 200), (9, 3, 50), (0, 0.5, 1_500)],
+    ids=["fresh-ms", "same-ms", "clock-behind", "across-lock-chunks"],
+)
+def test_many_at_once_equal_cpython_at_one_clock_reading(first: float, now: float, k: int) -> None:
+    """An executemany's values (mint_many) are CPython's values for one clock reading."""
+    ours = _Uuid7Generator(
+        clock_ns=clock_of([T0_MS + first] + [T0_MS + now] * 3),  # one reading per lock chunk
+        randbytes=ByteStream(b"many").read,
+        block=64,
+    )
+    readings = [T0_MS + first] + [T0_MS + now] * k
+    reference = CPythonUuid7(clock_of(readings), ByteStream(b"many").read)
+    got = [ours.mint(), *ours.mint_many(k)]
+    assert got == [reference.uuid7() for _ in range(k + 1)]
+    assert got == sorted(got)
+
+
+def test_many_at_once_follow_cpython_through_a_counter_overflow() -> None:
+    ours, reference = both([5] * 6, seed=b"overflow")
+    start = (T0_MS + 5, 0x3FF_FFFF_FFFD)
+    ours.state = start
+    reference._last_timestamp_v7, reference._last_counter_v7 = start
+    got = ours.mint_many(6)
+    assert got == [reference.uuid7() for _ in range(6)]
+    assert got[2].int >> 80 == T0_MS + 6  # the counter ran out: the next millisecond
+
+
 def test_layout_fields() -> None:
     ours, _ = both([0, 0])
     first, second = ours.mint(), ours.mint()
