@@ -96,6 +96,14 @@ def _bad_layout(layout: object) -> InvalidLayoutError:
     return InvalidLayoutError(f"{layout!r} is not a COMB layout")  # pragma: no cover
 
 
+def _encoder(layout: CombLayout | str) -> Callable[[int, int], uuid.UUID]:
+    """The function that lays out ``(millisecond, counter)`` as ``layout`` says."""
+    try:
+        return _ENCODERS[layout]
+    except (KeyError, TypeError):
+        raise _bad_layout(layout) from None
+
+
 # -- fast UUID construction -------------------------------------------------
 
 _object_new = object.__new__
@@ -357,10 +365,7 @@ def comb_minter(layout: CombLayout | str) -> Callable[[], uuid.UUID]:
         >>> mint() < mint()
         True
     """
-    try:
-        encode = _ENCODERS[layout]
-    except (KeyError, TypeError):
-        raise _bad_layout(layout) from None
+    encode = _encoder(layout)
     source_next = _comb_source.next
     if encode is not _encode_as_string:
 
@@ -398,32 +403,19 @@ def comb_minter_many(layout: CombLayout | str) -> Callable[[int], list[uuid.UUID
         >>> values == sorted(values) and len(set(values)) == 3
         True
     """
-    try:
-        encode = _ENCODERS[layout]
-    except (KeyError, TypeError):
-        raise _bad_layout(layout) from None
+    encode = _encoder(layout)
     source_many = _comb_source.next_many
-    if encode is not _encode_as_string:
+    if encode is _encode_as_string:  # the default layout on most engines: one call a value
 
         def mint_many(k: int) -> list[uuid.UUID]:
-            return [encode(ms, counter) for ms, counter in source_many(k)]
+            return list(map(_uuid_from_int, [(ms << 80) | c for ms, c in source_many(k)]))
 
-        return mint_many
+    else:
 
-    # The default layout on most engines, inlined as in comb_minter.
-    uuid_class = uuid.UUID
+        def mint_many(k: int) -> list[uuid.UUID]:
+            return [encode(ms, c) for ms, c in source_many(k)]
 
-    def mint_many_as_string(k: int) -> list[uuid.UUID]:
-        out: list[uuid.UUID] = []
-        append = out.append
-        for ms, counter in source_many(k):
-            u: uuid.UUID = _object_new(uuid_class)
-            _object_setattr(u, "int", (ms << 80) | counter)
-            _object_setattr(u, "is_safe", _SAFE_UNKNOWN)
-            append(u)
-        return out
-
-    return mint_many_as_string
+    return mint_many
 
 
 def new_comb(layout: CombLayout | str, *, at: datetime | int | None = None) -> uuid.UUID:
@@ -440,10 +432,7 @@ def new_comb(layout: CombLayout | str, *, at: datetime | int | None = None) -> u
         >>> str(v)[:13]
         '018f3173-7000'
     """
-    try:
-        encode = _ENCODERS[layout]
-    except (KeyError, TypeError):
-        raise _bad_layout(layout) from None
+    encode = _encoder(layout)
     if at is None:
         return encode(*_comb_source.next())
     return encode(_to_unix_ms(at), int.from_bytes(os.urandom(10), "big"))

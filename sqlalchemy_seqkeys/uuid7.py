@@ -64,7 +64,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from . import _fork
-from .comb import _EPOCH, _MS_LIMIT, _guid_minters
+from .comb import _EPOCH, _MS_LIMIT, _guid_minters, _uuid_from_int
 from .errors import InvalidGuidError, TimestampOutOfRangeError
 
 __all__ = ["new_uuid7", "uuid7_timestamp"]
@@ -129,113 +129,68 @@ class _Uuid7Generator:
         from_bytes = int.from_bytes
         fork_module = _fork
 
-        def mint() -> uuid.UUID:
+        def step(now_ms: int) -> int:
+            # One value's step of CPython's uuid7(), for a clock reading taken
+            # under the lock (a reading older than another thread's value would
+            # look like a clock stepping back, which moves the timestamp ahead:
+            # CPython's rule). The caller holds the lock.
             nonlocal last_ms, counter, buffer, pos
+            ms = now_ms
+            p = pos
+            # A new millisecond, or a used-up counter, seeds the counter
+            # afresh; else the counter goes up by one.
+            seed = ms > last_ms
+            if not seed:
+                if ms < last_ms:
+                    ms = last_ms + 1
+                c = counter + 1
+                seed = c > _COUNTER_MAX
+                if seed:
+                    ms += 1
+            if seed:
+                if p + 10 > len(buffer):
+                    buffer, p = buffer[p:] + randbytes(block), 0
+                r = from_bytes(buffer[p : p + 10], "big")
+                pos = p + 10
+                c = (r >> 32) & _SEED_MASK
+                tail = r & _TAIL_MASK
+            else:
+                if p + 4 > len(buffer):
+                    buffer, p = buffer[p:] + randbytes(block), 0
+                tail = from_bytes(buffer[p : p + 4], "big")
+                pos = p + 4
+            if ms >= _MS_LIMIT:
+                raise TimestampOutOfRangeError(
+                    f"the clock reads {ms} ms since 1970, past the 48-bit timestamp "
+                    "of a UUIDv7; check the system clock"
+                )
+            last_ms = ms
+            counter = c
+            return (ms << 80) | _VERSION_7_FLAGS | ((c >> 30) << 64) | ((c & _LO_MASK) << 32) | tail
+
+        def mint() -> uuid.UUID:
             # Before the lock, which a libc-forked child may have inherited held.
             # Read through the module: tests swap the marker.
             if not fork_module._marker[0]:
                 fork_module.forked()
             with lock:
-                # Under the lock: a reading older than another thread's value
-                # would look like a clock stepping back, which moves the
-                # timestamp ahead (CPython's rule).
-                ms = clock_ns() // 1_000_000
-                p = pos
-                # A new millisecond, or a used-up counter, seeds the counter
-                # afresh; else the counter goes up by one.
-                seed = ms > last_ms
-                if not seed:
-                    if ms < last_ms:
-                        ms = last_ms + 1
-                    c = counter + 1
-                    seed = c > _COUNTER_MAX
-                    if seed:
-                        ms += 1
-                if seed:
-                    if p + 10 > len(buffer):
-                        buffer, p = buffer[p:] + randbytes(block), 0
-                    r = from_bytes(buffer[p : p + 10], "big")
-                    pos = p + 10
-                    c = (r >> 32) & _SEED_MASK
-                    tail = r & _TAIL_MASK
-                else:
-                    if p + 4 > len(buffer):
-                        buffer, p = buffer[p:] + randbytes(block), 0
-                    tail = from_bytes(buffer[p : p + 4], "big")
-                    pos = p + 4
-                if ms >= _MS_LIMIT:
-                    raise TimestampOutOfRangeError(
-                        f"the clock reads {ms} ms since 1970, past the 48-bit timestamp "
-                        "of a UUIDv7; check the system clock"
-                    )
-                last_ms = ms
-                counter = c
+                value = step(clock_ns() // 1_000_000)
             u: uuid.UUID = _object_new(uuid_class)
-            _object_setattr(
-                u,
-                "int",
-                (ms << 80) | _VERSION_7_FLAGS | ((c >> 30) << 64) | ((c & _LO_MASK) << 32) | tail,
-            )
+            _object_setattr(u, "int", value)
             _object_setattr(u, "is_safe", _SAFE_UNKNOWN)
             return u
 
         def mint_many(k: int) -> list[uuid.UUID]:
-            # mint()'s steps k times over, for an executemany's rows: one fork
-            # check and one clock reading, the lock taken once per _MANY_CHUNK.
-            nonlocal last_ms, counter, buffer, pos
+            # mint()'s steps k times over at one clock reading, for an
+            # executemany's rows: one fork check, the lock once per _MANY_CHUNK.
             if not fork_module._marker[0]:
                 fork_module.forked()
-            ints: list[int] = []
-            append = ints.append
-            ms = -1
-            while len(ints) < k:
+            values: list[int] = []
+            while len(values) < k:
                 with lock:
-                    now = clock_ns() // 1_000_000
-                    for _ in range(min(k - len(ints), _MANY_CHUNK)):
-                        ms = now
-                        p = pos
-                        seed = ms > last_ms
-                        if not seed:
-                            if ms < last_ms:
-                                ms = last_ms + 1
-                            c = counter + 1
-                            seed = c > _COUNTER_MAX
-                            if seed:
-                                ms += 1
-                        if seed:
-                            if p + 10 > len(buffer):
-                                buffer, p = buffer[p:] + randbytes(block), 0
-                            r = from_bytes(buffer[p : p + 10], "big")
-                            pos = p + 10
-                            c = (r >> 32) & _SEED_MASK
-                            tail = r & _TAIL_MASK
-                        else:
-                            if p + 4 > len(buffer):
-                                buffer, p = buffer[p:] + randbytes(block), 0
-                            tail = from_bytes(buffer[p : p + 4], "big")
-                            pos = p + 4
-                        if ms >= _MS_LIMIT:
-                            raise TimestampOutOfRangeError(
-                                f"the clock reads {ms} ms since 1970, past the 48-bit "
-                                "timestamp of a UUIDv7; check the system clock"
-                            )
-                        last_ms = ms
-                        counter = c
-                        append(
-                            (ms << 80)
-                            | _VERSION_7_FLAGS
-                            | ((c >> 30) << 64)
-                            | ((c & _LO_MASK) << 32)
-                            | tail
-                        )
-            out: list[uuid.UUID] = []
-            keep = out.append
-            for value in ints:
-                u: uuid.UUID = _object_new(uuid_class)
-                _object_setattr(u, "int", value)
-                _object_setattr(u, "is_safe", _SAFE_UNKNOWN)
-                keep(u)
-            return out
+                    now_ms = clock_ns() // 1_000_000
+                    values += [step(now_ms) for _ in range(min(k - len(values), _MANY_CHUNK))]
+            return list(map(_uuid_from_int, values))
 
         def after_fork() -> None:
             # In a forked child, before any value: a new lock (the parent's may

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -113,92 +115,76 @@ def test_default_comb_guid_on_the_engine(engine: Engine) -> None:
         metadata.drop_all(engine)
 
 
-def test_an_executemany_mints_its_rows_values_at_once_in_row_order(engine: Engine) -> None:
-    """An executemany's values come from one call of the many-minter, in row order, each
-    once; a second column on the same default gets values of its own; the default
-    executed on its own (``conn.scalar(column.default)``) still mints one."""
-    default = comb_guid.with_layout(comb_guid.layout_for(engine.dialect) or "as_string")
+@contextmanager
+def _counted_many_minter(kind: str, engine: Engine) -> Iterator[tuple[Any, list[int]]]:
+    """The default of ``kind``, with its many-at-once minter counting its calls."""
     calls: list[int] = []
-    name = engine.dialect.name
-    real = default._minter_many(name)
 
-    def counting(k: int) -> list[uuid.UUID]:
-        calls.append(k)
-        return real(k)
+    def counting(real: Callable[[int], list[uuid.UUID]]) -> Callable[[int], list[uuid.UUID]]:
+        def mint_many(k: int) -> list[uuid.UUID]:
+            calls.append(k)
+            return real(k)
 
-    default._many[name] = counting
-    metadata = sa.MetaData()
-    table = sa.Table(
-        "seqkeys_comb_many",
-        metadata,
-        sa.Column("id", CombGuid(), primary_key=True, default=default),
-        sa.Column("other", CombGuid(), nullable=False, default=default),
-        sa.Column("n", sa.Integer, nullable=False),
-    )
-    metadata.drop_all(engine)
-    metadata.create_all(engine)
+        return mint_many
+
+    if kind == "comb_guid":
+        default = comb_guid.with_layout(comb_guid.layout_for(engine.dialect) or "as_string")
+        name = engine.dialect.name
+        default._many[name] = counting(default._minter_many(name))
+        yield default, calls
+    else:
+        generator = uuid7_module._default_generator
+        real = generator.mint_many
+        generator.mint_many = counting(real)
+        try:
+            yield new_uuid7, calls
+        finally:
+            generator.mint_many = real
+
+
+@pytest.mark.parametrize("kind", ["comb_guid", "new_uuid7"])
+def test_an_executemany_mints_its_rows_values_at_once_in_row_order(
+    engine: Engine, kind: str
+) -> None:
+    """One many-at-once call for an executemany's rows: in row order, each value once, also
+    in a second column on the same default and in a table copied by to_metadata; the
+    default executed on its own (``conn.scalar(column.default)``) still mints one."""
     rows = 500
-    try:
-        with engine.begin() as conn:
-            conn.execute(table.insert(), [{"n": n} for n in range(rows)])
-            alone = conn.scalar(table.c.id.default)  # type: ignore[arg-type]
-        with engine.connect() as conn:
-            got = conn.execute(sa.select(table.c.id, table.c.other).order_by(table.c.n)).all()
-    finally:
-        metadata.drop_all(engine)
-    ids = [r.id for r in got]
-    every = ids + [r.other for r in got] + [alone]
-    assert calls == [rows]  # one call for the executemany's rows, none for the rest
-    assert len(set(every)) == 2 * rows + 1
-    assert ids == sorted(ids)  # the rows got them in order
-    assert isinstance(alone, uuid.UUID)
-
-
-def test_new_uuid7_as_a_default_mints_an_executemany_at_once(engine: Engine) -> None:
-    """``default=new_uuid7``: one many-minter call for an executemany's rows, in row order,
-    each value once, also in a second column, in a copied table, and executed on its own."""
-    calls: list[int] = []
-    real = uuid7_module._default_generator.mint_many
-
-    def counting(k: int) -> list[uuid.UUID]:
-        calls.append(k)
-        return real(k)
-
     metadata = sa.MetaData()
-    table = sa.Table(
-        "seqkeys_uuid7_many",
-        metadata,
-        sa.Column("id", CombGuid(), primary_key=True, default=new_uuid7),
-        sa.Column("other", CombGuid(), nullable=False, default=new_uuid7),
-        sa.Column("n", sa.Integer, nullable=False),
-    )
-    assert table.c.id.default is not None
-    assert table.c.id.default._given_arg is new_uuid7  # what SQLAlchemy copies and compares
-    copy = table.to_metadata(sa.MetaData(), name="seqkeys_uuid7_copy")
-    metadata.drop_all(engine)
-    metadata.create_all(engine)
-    copy.create(engine)
-    rows = 500
-    uuid7_module._default_generator.mint_many = counting
-    try:
-        with engine.begin() as conn:
-            conn.execute(table.insert(), [{"n": n} for n in range(rows)])
-            conn.execute(copy.insert(), [{"n": n} for n in range(rows)])
-            alone = conn.scalar(table.c.id.default)  # type: ignore[arg-type]
-        with engine.connect() as conn:
-            got = conn.execute(sa.select(table.c.id, table.c.other).order_by(table.c.n)).all()
-            copied = conn.scalars(sa.select(copy.c.id).order_by(copy.c.n)).all()
-    finally:
-        uuid7_module._default_generator.mint_many = real
-        copy.drop(engine)
+    with _counted_many_minter(kind, engine) as (default, calls):
+        table = sa.Table(
+            f"seqkeys_{kind}_many",
+            metadata,
+            sa.Column("id", CombGuid(), primary_key=True, default=default),
+            sa.Column("other", CombGuid(), nullable=False, default=default),
+            sa.Column("n", sa.Integer, nullable=False),
+        )
+        assert table.c.id.default is not None
+        assert table.c.id.default._given_arg is default  # what SQLAlchemy copies and compares
+        copy = table.to_metadata(sa.MetaData(), name=f"seqkeys_{kind}_copy")
         metadata.drop_all(engine)
+        metadata.create_all(engine)
+        copy.create(engine)
+        try:
+            with engine.begin() as conn:
+                conn.execute(table.insert(), [{"n": n} for n in range(rows)])
+                conn.execute(copy.insert(), [{"n": n} for n in range(rows)])
+                alone = conn.scalar(table.c.id.default)  # type: ignore[arg-type]
+            with engine.connect() as conn:
+                got = conn.execute(sa.select(table.c.id, table.c.other).order_by(table.c.n)).all()
+                copied = conn.scalars(sa.select(copy.c.id).order_by(copy.c.n)).all()
+        finally:
+            copy.drop(engine)
+            metadata.drop_all(engine)
     ids = [r.id for r in got]
     every = ids + [r.other for r in got] + list(copied) + [alone]
     assert calls == [rows, rows]  # one call per executemany, none for the rest
     assert len(set(every)) == 3 * rows + 1
-    assert ids == sorted(ids)
+    assert ids == sorted(ids)  # the rows got them in order
     assert list(copied) == sorted(copied)
-    assert all(v.version == 7 for v in every)
+    assert all(isinstance(v, uuid.UUID) for v in every)
+    if kind == "new_uuid7":
+        assert all(v.version == 7 for v in every)
 
 
 def test_batched_multi_row_insert(engine: Engine) -> None:
