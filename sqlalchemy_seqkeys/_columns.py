@@ -57,8 +57,8 @@ from sqlalchemy.dialects import oracle
 from sqlalchemy.engine.interfaces import ExecutionContext
 from sqlalchemy.sql.schema import CallableColumnDefault
 
-from . import _fork
 from ._dialect import facts
+from ._rows import RowsAhead
 from .bitreverse import BitReversed
 from .comb import _guid_minters, new_comb
 from .errors import (
@@ -289,31 +289,21 @@ def _is_ours(column: sa.Column[Any]) -> bool:
 
 
 #: where an executemany keeps the UUIDv7 values of its rows
-_UUID7_ROWS = "_seqkeys_uuid7_rows"
+_UUID7_ROWS: RowsAhead[uuid.UUID] = RowsAhead("uuid7")
 
 
 def _new_uuid7_rows(context: ExecutionContext) -> uuid.UUID:
     """``new_uuid7`` as a column default that sees its execution context.
 
     An executemany mints the values of all its rows at its first row (one
-    clock reading and lock, not one per row: the values one by one would give)
-    and keeps them on its context, which lives for that one execution, stamped
-    with this process's token; its other rows pop one. A list found empty (two
-    such columns) means one value at a time from then on.
+    clock reading and lock, not one per row: the values one by one would
+    give), kept for its other rows (:mod:`sqlalchemy_seqkeys._rows`).
     """
-    kept: tuple[int, list[uuid.UUID]] | None = context.__dict__.get(_UUID7_ROWS)
-    if kept is not None and kept[1] and kept[0] == _fork.process_token():
-        return kept[1].pop()
-    # a default executed on its own (conn.scalar(column.default)) has no rows
-    rows = len(getattr(context, "compiled_parameters", ()))
-    if rows > 1 and kept is None:
-        token = _fork.process_token()
-        ahead = _default_generator.mint_many(rows)
-        ahead.reverse()  # popped from the end: the rows get them in order
-        first = ahead.pop()
-        context.__dict__[_UUID7_ROWS] = (token, ahead)
-        return first
-    return new_uuid7()
+    value = _UUID7_ROWS.pop(context)
+    if value is None:
+        # mint_many looked up at each call: tests count its calls
+        value = _UUID7_ROWS.take(context, lambda rows: _default_generator.mint_many(rows))
+    return new_uuid7() if value is None else value
 
 
 def _column_attached(column: sa.Column[Any], parent: Any) -> None:

@@ -86,7 +86,6 @@ from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.engine.mock import MockConnection
 from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence
 
-from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._blocks import (
     BlockState,
     BlockStore,
@@ -95,6 +94,7 @@ from sqlalchemy_seqkeys._blocks import (
     connect,
 )
 from sqlalchemy_seqkeys._dialect import facts, incrementing_sequences
+from sqlalchemy_seqkeys._rows import RowsAhead
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
@@ -336,7 +336,7 @@ class PooledSequence(_aio.AwaitableDDL):
         #: per pool and tenant; None where the engine has no such sequence
         self._blocks = BlockStore(_new_blocks)
         #: where an executemany keeps the keys its later rows take (on its context)
-        self._rows_attr = f"_seqkeys_pooled_{id(self):x}"
+        self._rows: RowsAhead[int] = RowsAhead(f"pooled_{id(self):x}")
         if metadata is not None:
             self.attach(metadata)
 
@@ -349,27 +349,16 @@ class PooledSequence(_aio.AwaitableDDL):
     def __call__(self, context: DefaultExecutionContext) -> int:
         """The column default: one key for the row being inserted."""
         # An executemany takes the keys of all its rows at its first row, under
-        # one lock, and keeps them on its context (which lives for that one
-        # execution), stamped with this process's token: its other rows only pop
-        # one, in this process. A list found empty (two columns drawing on this
-        # sequence) means one key at a time from then on.
-        kept: tuple[int, list[int]] | None = context.__dict__.get(self._rows_attr)
-        if kept is not None and kept[1] and kept[0] == _fork.process_token():
-            return kept[1].pop()
+        # one lock (sqlalchemy_seqkeys._rows); its other rows only pop one.
+        key = self._rows.pop(context)
+        if key is not None:
+            return key
         conn = context.connection
         state = self._blocks.of(conn)
         if state is None:
             return self.fallback(context)
-        # a default executed on its own (conn.scalar(column.default)) has no rows
-        rows = len(getattr(context, "compiled_parameters", ()))
-        if rows > 1 and kept is None:
-            token = _fork.process_token()  # of the process whose blocks these keys come from
-            ahead = self._take_many(conn, state, rows)
-            ahead.reverse()  # popped from the end: the rows get them in order
-            first = ahead.pop()
-            context.__dict__[self._rows_attr] = (token, ahead)
-            return first
-        return self._take(conn, state)
+        first = self._rows.take(context, lambda rows: self._take_many(conn, state, rows))
+        return self._take(conn, state) if first is None else first
 
     def next_value(self, bind: sa.Engine | sa.Connection) -> int:
         """Take one key outside the ORM.

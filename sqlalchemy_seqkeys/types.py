@@ -59,8 +59,8 @@ from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.engine.interfaces import Dialect
 
-from . import _fork
 from ._dialect import facts, mariadb_uuid_keeps_v7_order
+from ._rows import RowsAhead
 from .comb import CombLayout, comb_minter, comb_minter_many
 from .errors import InvalidGuidError
 
@@ -336,7 +336,7 @@ class CombGuidDefault:
         )
     """
 
-    __slots__ = ("_many", "_minters", "_rows_attr", "layout")
+    __slots__ = ("_many", "_minters", "_rows", "layout")
 
     def __init__(self, layout: CombLayout | str | None = None) -> None:
         self.layout = None if layout is None else CombLayout.coerce(layout)
@@ -344,7 +344,7 @@ class CombGuidDefault:
         self._minters: dict[str, Callable[[], uuid.UUID]] = {}
         # dialect name -> minter of k values at once (an executemany's rows)
         self._many: dict[str, Callable[[int], list[uuid.UUID]]] = {}
-        self._rows_attr = f"_seqkeys_comb_{id(self):x}"
+        self._rows: RowsAhead[uuid.UUID] = RowsAhead(f"comb_{id(self):x}")
 
     def __repr__(self) -> str:
         return (
@@ -408,23 +408,14 @@ class CombGuidDefault:
 
     def __call__(self, context: DefaultExecutionContext) -> uuid.UUID:
         # An executemany mints the values of all its rows at its first row (one
-        # clock reading and lock, not one per row) and keeps them on its context,
-        # which lives for that one execution, stamped with this process's token:
-        # its other rows only pop one. A list found empty (two columns on this
-        # default) means one value at a time from then on.
-        kept: tuple[int, list[uuid.UUID]] | None = context.__dict__.get(self._rows_attr)
-        if kept is not None and kept[1] and kept[0] == _fork.process_token():
-            return kept[1].pop()
+        # clock reading and lock, not one per row: sqlalchemy_seqkeys._rows).
+        value = self._rows.pop(context)
+        if value is not None:
+            return value
         name = context.dialect.name
-        # a default executed on its own (conn.scalar(column.default)) has no rows
-        rows = len(getattr(context, "compiled_parameters", ()))
-        if rows > 1 and kept is None:
-            token = _fork.process_token()
-            ahead = self._minter_many(name)(rows)
-            ahead.reverse()  # popped from the end: the rows get them in order
-            first = ahead.pop()
-            context.__dict__[self._rows_attr] = (token, ahead)
-            return first
+        value = self._rows.take(context, self._minter_many(name))
+        if value is not None:
+            return value
         mint = self._minters.get(name)
         if mint is None:
             mint = self.minter(context.dialect)
