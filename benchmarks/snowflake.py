@@ -16,11 +16,20 @@ import time
 import uuid
 from collections.abc import Callable
 from functools import partial
+from itertools import repeat
 
 from benchmarks._table import Table, format_table
-from sqlalchemy_seqkeys import CombLayout, Snowflake, new_comb
+from sqlalchemy_seqkeys import CombLayout, Snowflake, SnowflakeLayout, new_comb
 
-__all__ = ["HELP", "ReferenceSnowflake", "add_arguments", "main", "measure", "run"]
+__all__ = [
+    "HELP",
+    "ReferenceSnowflake",
+    "add_arguments",
+    "breakdown",
+    "main",
+    "measure",
+    "run",
+]
 
 HELP = "ids/s of Snowflake beside the reference nextId, uuid4 and COMB, from 1 and 4 threads"
 
@@ -120,6 +129,57 @@ def measure(seconds: float = 0.3, rounds: int = 5) -> dict[tuple[str, int], floa
     return best
 
 
+def _nothing() -> int:
+    return 0
+
+
+def _ns_per_call(fn: Callable[[], object] | None, calls: int) -> float:
+    # ``fn`` None: the loop alone. The loop is the same for every candidate.
+    if fn is None:
+        start = time.perf_counter_ns()
+        for _ in repeat(None, calls):
+            pass
+        return (time.perf_counter_ns() - start) / calls
+    start = time.perf_counter_ns()
+    for _ in repeat(None, calls):
+        fn()
+    return (time.perf_counter_ns() - start) / calls
+
+
+def breakdown(rounds: int = 5, calls: int = 300_000) -> dict[str, float]:
+    """Where one thread's id goes, in nanoseconds (best of interleaved rounds).
+
+    Five loops of ``calls`` calls each, the same loop around each: nothing, a
+    Python function that returns 0, ``time.time_ns`` (the generator's clock),
+    a ``Snowflake`` of a layout with 65,536 ids a tick (its code alone, never
+    at the cap) and one of the default layout (4,096 ids a millisecond, which
+    one thread reaches). Their differences give the parts of an id::
+
+        >>> list(breakdown(rounds=1, calls=1_000))
+        ['Python call', 'clock read', 'tick check and counter', 'waiting at the cap', 'id']
+    """
+    uncapped = SnowflakeLayout(worker_bits=6, sequence_bits=16)
+    candidates: dict[str, Callable[[], object] | None] = {
+        "loop": None,
+        "call": _nothing,
+        "clock": time.time_ns,
+        "uncapped": Snowflake(worker_id=34, layout=uncapped),
+        "id": Snowflake(worker_id=34),
+    }
+    best = dict.fromkeys(candidates, float("inf"))
+    for _ in range(rounds):
+        for name, fn in candidates.items():
+            best[name] = min(best[name], _ns_per_call(fn, calls))
+    loop = best["loop"]
+    return {
+        "Python call": best["call"] - loop,
+        "clock read": best["clock"] - loop,
+        "tick check and counter": best["uncapped"] - best["call"] - best["clock"] + loop,
+        "waiting at the cap": max(best["id"] - best["uncapped"], 0.0),
+        "id": best["id"] - loop,
+    }
+
+
 def run(seconds: float = 0.3, rounds: int = 5) -> str:
     """Measure and render the report ``python -m benchmarks snowflake`` prints."""
     rates = measure(seconds, rounds)
@@ -136,6 +196,23 @@ def run(seconds: float = 0.3, rounds: int = 5) -> str:
             f"(target >= 1.50x: {verdict}); the layout's limit is 4,096,000 ids/s per worker"
         )
     lines.append(f"best of {rounds} interleaved rounds of {seconds}s each")
+    rate = rates["Snowflake", 1]
+    verdict = "met" if rate >= 2_500_000 else "MISSED"
+    lines.append(
+        f"Snowflake from 1 thread: {rate:,.0f} ids/s (target >= 2,500,000: {verdict}), "
+        f"{rate / 4_096_000:.0%} of the layout's limit"
+    )
+    parts = breakdown(rounds)
+    whole = parts["id"]
+    lines += ["", f"Where one thread's id goes (best of {rounds} rounds of 300,000 calls):", ""]
+    parts_table = Table(["part", "ns", "share"])
+    for name, ns in parts.items():
+        if name != "id":
+            parts_table.add(name, f"{ns:.0f}", f"{ns / whole:.0%}")
+    parts_table.add("an id (default layout), without the loop", f"{whole:.0f}", "100%")
+    lines += [
+        format_table(parts_table),
+    ]
     return "\n".join(lines)
 
 

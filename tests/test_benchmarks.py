@@ -152,3 +152,15 @@ def test_snowflake(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "reference nextId (transcribed)  1" in out
     assert "Snowflake from 4 thread(s):" in out
+    assert "Snowflake from 1 thread: " in out  # the 2.5 million ids/s target
+    for part in ("Python call", "clock read", "tick check and counter", "waiting at the cap"):
+        assert f"\n{part} " in out  # where an id's time goes
+
+
+def test_snowflake_breakdown_parts_add_up_to_an_id() -> None:
+    from benchmarks.snowflake import breakdown
+
+    parts = breakdown(rounds=1, calls=2_000)
+    whole = parts.pop("id")
+    assert whole > 0
+    assert sum(parts.values()) == pytest.approx(whole) or parts["waiting at the cap"] == 0.0
