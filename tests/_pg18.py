@@ -44,6 +44,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TypedDict
 
 URL_ENV = "SEQKEYS_PG18_URL"
 """Use this server instead of starting one."""
@@ -402,7 +403,15 @@ def _link(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
-def _as_user(run_as: tuple[int, int] | None) -> dict[str, object]:
+class _UserArgs(TypedDict, total=False):
+    """subprocess's keywords that run a child as another user."""
+
+    user: int
+    group: int
+    extra_groups: list[int]
+
+
+def _as_user(run_as: tuple[int, int] | None) -> _UserArgs:
     if run_as is None:
         return {}
     uid, gid = run_as

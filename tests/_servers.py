@@ -39,6 +39,8 @@ __all__ = ["MariaDBUnavailableError", "private_mariadb", "private_mariadb_url"]
 ZONEINFO = Path("/usr/share/zoneinfo")
 PREFIX = "seqkeys-mdb-"
 START_TIMEOUT_S = 30.0
+#: how many ports a private server tries when the one picked was taken meanwhile
+PORT_ATTEMPTS = 5
 
 
 class MariaDBUnavailableError(RuntimeError):
@@ -92,6 +94,47 @@ def _run(args: list[str], **kw: object) -> subprocess.CompletedProcess[bytes]:
     return done  # type: ignore[no-any-return]
 
 
+def _start(
+    server: str, data: Path, sock: Path, root: Path, port: int, options: Sequence[str]
+) -> subprocess.Popen[bytes]:
+    args = [
+        server,
+        "--no-defaults",
+        f"--datadir={data}",
+        f"--socket={sock}",
+        f"--port={port}",
+        "--bind-address=127.0.0.1",
+        f"--pid-file={root / 'pid'}",
+        f"--log-error={root / 'error.log'}",
+        "--skip-log-bin",
+        "--skip-name-resolve",
+        "--innodb-buffer-pool-size=32M",
+        "--innodb-flush-log-at-trx-commit=0",
+        *options,
+    ]
+    if os.geteuid() == 0:
+        args.append("--user=root")  # mariadbd refuses to run as root otherwise
+    return subprocess.Popen(
+        args,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent,  # only prctl, before exec
+    )
+
+
+def _wait_started(process: subprocess.Popen[bytes], base: list[str]) -> bool:
+    """True once the server answers on its socket; False if it exited or timed out."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while subprocess.run([*base, "-e", "SELECT 1"], capture_output=True).returncode != 0:
+        if process.poll() is not None or time.monotonic() > deadline:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            return False
+        time.sleep(0.1)
+    return True
+
+
 @contextlib.contextmanager
 def private_mariadb(zones: Sequence[str] = (), options: Sequence[str] = ()) -> Iterator[str]:
     """Start a throwaway MariaDB server; yield a PyMySQL URL (user root, database ``test``).
@@ -121,37 +164,18 @@ def private_mariadb(zones: Sequence[str] = (), options: Sequence[str] = ()) -> I
                 f"--user={pwd.getpwuid(os.geteuid()).pw_name}",
             ]
         )
-        port = _free_port()
-        args = [
-            server,
-            "--no-defaults",
-            f"--datadir={data}",
-            f"--socket={sock}",
-            f"--port={port}",
-            "--bind-address=127.0.0.1",
-            f"--pid-file={root / 'pid'}",
-            f"--log-error={root / 'error.log'}",
-            "--skip-log-bin",
-            "--skip-name-resolve",
-            "--innodb-buffer-pool-size=32M",
-            "--innodb-flush-log-at-trx-commit=0",
-            *options,
-        ]
-        if os.geteuid() == 0:
-            args.append("--user=root")  # mariadbd refuses to run as root otherwise
-        process = subprocess.Popen(
-            args,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,  # only prctl, before exec
-        )
-        deadline = time.monotonic() + START_TIMEOUT_S
         base = [client, "--no-defaults", f"--socket={sock}", "-uroot"]
-        while subprocess.run([*base, "-e", "SELECT 1"], capture_output=True).returncode != 0:
-            if process.poll() is not None or time.monotonic() > deadline:
-                log = (root / "error.log").read_text(errors="replace")[-2000:]
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            # The port was free when picked; another process may bind it before
+            # mariadbd does, which then exits: pick another and start again.
+            port = _free_port()
+            process = _start(server, data, sock, root, port, options)
+            if _wait_started(process, base):
+                break
+            log = (root / "error.log").read_text(errors="replace")[-2000:]
+            process = None
+            if "Address already in use" not in log or attempt == PORT_ATTEMPTS:
                 raise MariaDBUnavailableError(f"the private mariadbd did not start:\n{log}")
-            time.sleep(0.1)
         _run([*base, "-e", "CREATE DATABASE test"])
         for zone in zones:
             sql = _run([tzinfo, str(ZONEINFO / zone), zone]).stdout
