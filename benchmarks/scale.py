@@ -284,6 +284,8 @@ class ScaleRun:
     rounds: int = 1
     #: PostgreSQL sent an executemany without RETURNING as multi-row VALUES statements
     multi_values: bool = False
+    #: the DB-API driver MariaDB was reached with (SQLAlchemy's name: pymysql, mysqldb)
+    mariadb_driver: str = "pymysql"
 
 
 # -- servers -------------------------------------------------------------------
@@ -532,6 +534,7 @@ def run(
     orm: bool = False,
     rounds: int = 1,
     multi_values: bool = False,
+    mariadb_driver: str = "pymysql",
 ) -> ScaleRun:
     """Start each engine's private server, run ``variants`` there in order, stop it.
 
@@ -546,7 +549,11 @@ def run(
     own ``identity``, and the targets take the median over the rounds. With
     ``multi_values``, PostgreSQL sends an executemany without ``RETURNING`` as multi-row
     ``VALUES`` statements (SQLAlchemy's ``use_insertmanyvalues_wo_returning``), not as
-    psycopg's pipelined executemany of one ``INSERT`` a row.
+    psycopg's pipelined executemany of one ``INSERT`` a row; it changes Core
+    executemany only: the ORM sends rows whose keys it does not know yet as multi-row
+    ``VALUES`` whatever the setting. ``mariadb_driver`` names the DB-API driver for
+    MariaDB: ``pymysql`` (pure Python) or ``mysqldb`` (mysqlclient, C; built against
+    libmariadb, installed separately).
 
     Example::
 
@@ -561,6 +568,7 @@ def run(
         orm=orm,
         rounds=rounds,
         multi_values=multi_values,
+        mariadb_driver=mariadb_driver,
     )
     began = time.perf_counter()
     names = _usable(variants, report.notes)
@@ -570,6 +578,8 @@ def run(
         if progress is not None:
             progress.stage(f"{LABELS[key]}: starting a private server ({', '.join(mine)})")
         with private_server(key, cache_mb) as url:
+            if key == "mariadb":
+                url = url.replace("mysql+pymysql://", f"mysql+{mariadb_driver}://", 1)
             report.urls[key] = url
             engine = insert.bench_engine(url)
             if multi_values:
@@ -828,7 +838,13 @@ _MULTI_VALUES_NOTE = (
     "With `--multi-values`, PostgreSQL's executemany without `RETURNING` went out as "
     "multi-row `VALUES` statements (`engine.dialect.use_insertmanyvalues_wo_returning = True`), "
     "not as psycopg's pipelined executemany of one `INSERT` a row (SQLAlchemy's default for "
-    "psycopg)."
+    "psycopg). It changes Core's executemany only: the ORM sends rows whose keys it does not "
+    "know yet as multi-row `VALUES` with either setting."
+)
+
+_DRIVER_NOTE = (
+    "MariaDB was reached through mysqlclient (`mysql+mysqldb`, the C client library) instead "
+    "of PyMySQL (pure Python): the client's share of each row is smaller."
 )
 
 _STOP_NOTE = (
@@ -855,6 +871,8 @@ def render_markdown(run_: ScaleRun, argv: Sequence[str]) -> str:
         lines += [_ORM_NOTE, ""]
     if run_.multi_values:
         lines += [_MULTI_VALUES_NOTE, ""]
+    if run_.mariadb_driver != "pymysql" and "mariadb" in run_.results:
+        lines += [_DRIVER_NOTE, ""]
     if run_.rounds > 1:
         lines += [_ROUNDS_NOTE.format(n=run_.rounds), ""]
     if run_.max_ratio is not None:
@@ -927,8 +945,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--multi-values",
         action="store_true",
-        help="PostgreSQL: send an executemany without RETURNING as multi-row VALUES "
-        "(use_insertmanyvalues_wo_returning) instead of psycopg's pipelined executemany",
+        help="PostgreSQL: send a Core executemany without RETURNING as multi-row VALUES "
+        "(use_insertmanyvalues_wo_returning) instead of psycopg's pipelined executemany "
+        "(the ORM sends multi-row VALUES either way)",
+    )
+    parser.add_argument(
+        "--mariadb-driver",
+        choices=("pymysql", "mysqldb"),
+        default="pymysql",
+        help="MariaDB's DB-API driver: pymysql (pure Python, the default) or mysqldb "
+        "(mysqlclient, C; pip install mysqlclient, which builds against libmariadb-dev)",
     )
     parser.add_argument("--out", metavar="FILE.md", help="also write the Markdown tables here")
 
@@ -969,6 +995,7 @@ def main(args: argparse.Namespace) -> int:
         orm=args.orm,
         rounds=args.rounds,
         multi_values=args.multi_values,
+        mariadb_driver=args.mariadb_driver,
     )
     print(render_text(result), flush=True)
     if args.out:
