@@ -292,3 +292,15 @@ def test_command_line_rejects_unknown_variant(capsys: pytest.CaptureFixture[str]
     assert "pooled-x" in capsys.readouterr().err
     assert main(["scale", "--rows", "10", "--max-ratio", "1"]) == 2
     assert "--max-ratio > 1" in capsys.readouterr().err
+
+
+def test_mariadb_through_mysqlclient() -> None:
+    """``--mariadb-driver mysqldb``: the private MariaDB is reached through mysqlclient (C)."""
+    pytest.importorskip("MySQLdb", reason="mysqlclient is not installed (it needs libmariadb-dev)")
+    result = scale.run(
+        1_000, engines=["mariadb"], variants=["identity", "pooled"], settle=0.0,
+        mariadb_driver="mysqldb",
+    )  # fmt: skip
+    assert result.urls["mariadb"].startswith("mysql+mysqldb://")
+    assert [r.rows for r in result.results["mariadb"]] == [1_000, 1_000]
+    assert "through mysqlclient" in scale.render_markdown(result, ["scale"])
