@@ -56,6 +56,7 @@ from sqlalchemy_seqkeys._blocks import (
     begin,
 )
 from sqlalchemy_seqkeys._dialect import bit_reversed_block, natively_bit_reversed
+from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
 from sqlalchemy_seqkeys.sequences import _aio
@@ -322,7 +323,7 @@ def _new_block(dialect: sa.Dialect) -> _Block | None:
     return _Block(_BLOCK_STATEMENTS.get(bit_reversed_block(dialect)))
 
 
-class BitReversedSequence(BitReversed, _aio.AwaitableDDL):
+class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
     """A bit-reversed sequence with the same values on every engine; a column default.
 
     Made by :func:`bit_reversed_sequence`, which documents it. Where its

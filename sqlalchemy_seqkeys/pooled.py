@@ -94,6 +94,7 @@ from sqlalchemy_seqkeys._blocks import (
     connect,
 )
 from sqlalchemy_seqkeys._dialect import facts, incrementing_sequences
+from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._rows import RowsAhead
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.errors import (
@@ -271,7 +272,7 @@ def _new_blocks(dialect: sa.Dialect) -> _Blocks | None:
     return _Blocks() if incrementing_sequences(dialect) else None
 
 
-class PooledSequence(_aio.AwaitableDDL):
+class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
     """A pooled native sequence (pooled-lo); use it as a column default.
 
     Made by :func:`pooled_sequence`, which documents it. ``sequence`` is the

@@ -177,6 +177,7 @@ from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._dialect import facts
 from sqlalchemy_seqkeys._enum import ChoiceEnum
+from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._validate import check_int, check_seconds
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
@@ -321,7 +322,7 @@ def _allocation_engine(engine: sa.Engine, conn: sa.Connection | None) -> tuple[s
     return engine.execution_options(schema_translate_map=translate), tenant
 
 
-class TableSequence(_aio.AwaitableDDL):
+class TableSequence(_aio.AwaitableDDL, PositionalDefault):
     """A numeric key from the sequences table; use it as a column default.
 
     ``mode`` is one of :class:`SequenceMode` (or its string). ``batch_size``

@@ -36,6 +36,7 @@ from sqlalchemy_seqkeys import (
     comb_guid,
     new_comb,
     new_uuid7,
+    pooled_sequence,
     spanner_shard_column,
 )
 from sqlalchemy_seqkeys.comb import comb_minter
@@ -272,3 +273,46 @@ def test_columns_without_seqkeys_defaults_are_untouched() -> None:
     )
     assert t.c.id.autoincrement == "auto"
     assert t.autoincrement_column is t.c.id
+
+
+SEQUENCE_LIKE: dict[str, Callable[[], Any]] = {
+    "pooled_sequence": lambda: pooled_sequence("order_no", 50),
+    "bit_reversed_sequence": lambda: bit_reversed_sequence("order_no"),
+    "TableSequence": lambda: TableSequence("order_no", mode="batch"),
+}
+
+
+@pytest.mark.parametrize("make", SEQUENCE_LIKE.values(), ids=list(SEQUENCE_LIKE))
+def test_a_sequence_like_default_given_positionally_is_the_default(
+    make: Callable[[], Any],
+) -> None:
+    # Column("id", BigInteger, Sequence("x")) is how SQLAlchemy takes a sequence;
+    # the library's sequences read the same way and mean exactly default=...
+    default = make()
+    table = sa.Table("t", sa.MetaData(), sa.Column("id", sa.BigInteger, default, primary_key=True))
+    assert table.c.id.default is not None
+    assert table.c.id.default.arg is default  # type: ignore[attr-defined]
+    assert table.c.id.autoincrement is False  # checked as a default= column is
+    with pytest.raises(SeqKeysError, match="32 bits"):
+        sa.Table("u", sa.MetaData(), sa.Column("id", sa.Integer, make(), primary_key=True))
+
+
+def test_a_positional_sequence_beside_another_default_is_refused() -> None:
+    with pytest.raises(SeqKeysError, match="has a default already"):
+        sa.Column("id", sa.BigInteger, pooled_sequence("order_no"), default=5)
+
+
+def test_a_positional_sequence_mints_on_sqlite() -> None:
+    md = sa.MetaData()
+    order_no = pooled_sequence("order_no", 10, metadata=md)
+    orders = sa.Table(
+        "orders", md, sa.Column("id", sa.BigInteger, order_no, primary_key=True),
+        sa.Column("note", sa.String(10)),
+    )  # fmt: skip
+    engine = sa.create_engine("sqlite://")
+    md.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(orders.insert(), [{"note": "x"}] * 25)
+        keys = conn.scalars(sa.select(orders.c.id).order_by(orders.c.id)).all()
+    assert keys == list(range(1, 26))
+    engine.dispose()

@@ -1,0 +1,42 @@
+"""A seqkeys sequence among a Column's positional arguments, as a ``Sequence`` stands there.
+
+SQLAlchemy accepts ``Column("id", BigInteger, Sequence("order_id"))``; the
+library's sequence-like defaults (:func:`~sqlalchemy_seqkeys.pooled_sequence`,
+:func:`~sqlalchemy_seqkeys.bit_reversed_sequence`,
+:class:`~sqlalchemy_seqkeys.TableSequence`) read the same way, so they are
+accepted there too and mean exactly ``default=...``::
+
+    >>> import sqlalchemy as sa
+    >>> from sqlalchemy_seqkeys import pooled_sequence
+    >>> column = sa.Column("id", sa.BigInteger, pooled_sequence("order_id"), primary_key=True)
+    >>> column.default.arg
+    pooled_sequence('order_id', 50)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from .errors import SeqKeysError
+
+__all__ = ["PositionalDefault"]
+
+
+class PositionalDefault:
+    """Mixin: the object may be given to ``Column(...)`` positionally, meaning ``default=``."""
+
+    def _set_parent_with_dispatch(self, parent: object, **kw: Any) -> None:
+        # The hook SQLAlchemy calls on each positional schema item of a Column.
+        if not isinstance(parent, sa.Column):
+            raise SeqKeysError(
+                f"{self!r} is a column default: give it to a Column (positionally or as "
+                f"default=...), not to {type(parent).__name__}"
+            )
+        if parent.default is not None:
+            raise SeqKeysError(
+                f"column {parent.name!r} has a default already ({parent.default!r}); "
+                f"give {self!r} as its only default"
+            )
+        sa.ColumnDefault(self)._set_parent_with_dispatch(parent, **kw)
