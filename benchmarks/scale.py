@@ -579,7 +579,11 @@ def run(
             progress.stage(f"{LABELS[key]}: starting a private server ({', '.join(mine)})")
         with private_server(key, cache_mb) as url:
             if key == "mariadb":
-                url = url.replace("mysql+pymysql://", f"mysql+{mariadb_driver}://", 1)
+                url = (
+                    sa.make_url(url)
+                    .set(drivername=f"mysql+{mariadb_driver}")
+                    .render_as_string(hide_password=False)
+                )
             report.urls[key] = url
             engine = insert.bench_engine(url)
             if multi_values:

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from functools import partial
 from itertools import repeat
 
@@ -30,6 +31,9 @@ __all__ = [
     "measure",
     "run",
 ]
+
+#: calls in each loop of :func:`breakdown`
+BREAKDOWN_CALLS = 300_000
 
 HELP = "ids/s of Snowflake beside the reference nextId, uuid4 and COMB, from 1 and 4 threads"
 
@@ -146,7 +150,7 @@ def _ns_per_call(fn: Callable[[], object] | None, calls: int) -> float:
     return (time.perf_counter_ns() - start) / calls
 
 
-def breakdown(rounds: int = 5, calls: int = 300_000) -> dict[str, float]:
+def breakdown(rounds: int = 5, calls: int = BREAKDOWN_CALLS) -> dict[str, float]:
     """Where one thread's id goes, in nanoseconds (best of interleaved rounds).
 
     Five loops of ``calls`` calls each, the same loop around each: nothing, a
@@ -183,6 +187,8 @@ def breakdown(rounds: int = 5, calls: int = 300_000) -> dict[str, float]:
 def run(seconds: float = 0.3, rounds: int = 5) -> str:
     """Measure and render the report ``python -m benchmarks snowflake`` prints."""
     rates = measure(seconds, rounds)
+    layout = SnowflakeLayout()  # what Snowflake(worker_id=...) mints with
+    limit = (1 << layout.sequence_bits) * (timedelta(seconds=1) // layout.time_unit)
     table = Table(["generator", "threads", "ids/s", "vs reference nextId"])
     for (name, threads), rate in rates.items():
         base = rates["reference nextId (transcribed)", threads]
@@ -193,26 +199,28 @@ def run(seconds: float = 0.3, rounds: int = 5) -> str:
         verdict = "met" if ratio >= 1.5 else "MISSED"
         lines.append(
             f"Snowflake from {threads} thread(s): {ratio:.2f}x the reference "
-            f"(target >= 1.50x: {verdict}); the layout's limit is 4,096,000 ids/s per worker"
+            f"(target >= 1.50x: {verdict}); the layout's limit is {limit:,} ids/s per worker"
         )
     lines.append(f"best of {rounds} interleaved rounds of {seconds}s each")
     rate = rates["Snowflake", 1]
     verdict = "met" if rate >= 2_500_000 else "MISSED"
     lines.append(
         f"Snowflake from 1 thread: {rate:,.0f} ids/s (target >= 2,500,000: {verdict}), "
-        f"{rate / 4_096_000:.0%} of the layout's limit"
+        f"{rate / limit:.0%} of the layout's limit"
     )
     parts = breakdown(rounds)
     whole = parts["id"]
-    lines += ["", f"Where one thread's id goes (best of {rounds} rounds of 300,000 calls):", ""]
+    lines += [
+        "",
+        f"Where one thread's id goes (best of {rounds} rounds of {BREAKDOWN_CALLS:,} calls):",
+        "",
+    ]
     parts_table = Table(["part", "ns", "share"])
     for name, ns in parts.items():
         if name != "id":
             parts_table.add(name, f"{ns:.0f}", f"{ns / whole:.0%}")
     parts_table.add("an id (default layout), without the loop", f"{whole:.0f}", "100%")
-    lines += [
-        format_table(parts_table),
-    ]
+    lines.append(format_table(parts_table))
     return "\n".join(lines)
 
 
