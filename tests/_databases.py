@@ -16,6 +16,8 @@ import secrets
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
+from ._procs import alive
+
 PREFIX = "seqkeys_t"
 _OURS = re.compile(rf"^{PREFIX}(\d+)_[a-z0-9_]+$")
 
@@ -35,16 +37,6 @@ def _names(conn: sa.Connection) -> list[str]:
     return list(conn.scalars(sa.text("SHOW DATABASES")))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _drop(conn: sa.Connection, name: str) -> None:
     assert name.startswith(PREFIX), name  # only ever a database of a test run
     force = " WITH (FORCE)" if conn.dialect.name == "postgresql" else ""
@@ -58,7 +50,7 @@ def drop_leftovers(server_url: str | URL) -> list[str]:
     with _admin(make_url(server_url)).connect() as conn:
         for name in _names(conn):
             match = _OURS.match(name)
-            if match and not _alive(int(match.group(1))):
+            if match and not alive(int(match.group(1))):
                 _drop(conn, name)
                 dropped.append(name)
     return dropped

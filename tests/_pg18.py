@@ -46,6 +46,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypedDict
 
+from ._procs import alive
+
 URL_ENV = "SEQKEYS_PG18_URL"
 """Use this server instead of starting one."""
 USER_ENV = "SEQKEYS_PG18_USER"
@@ -92,16 +94,6 @@ def _free_port() -> int:
         return port
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _postmaster(datadir: Path) -> int | None:
     """The pid of the postgres process running on ``datadir`` (its postmaster.pid, checked)."""
     try:
@@ -139,7 +131,7 @@ def remove_leftovers(base: Path | None = None) -> list[Path]:
     removed = []
     for path in base.glob(f"{DIR_PREFIX}*"):
         match = _OURS.match(path.name)
-        if not match or _alive(int(match.group(1))) or not _stop_orphan(path / "data"):
+        if not match or alive(int(match.group(1))) or not _stop_orphan(path / "data"):
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import pytest
 
+from ._procs import alive
+
 __all__ = ["MariaDBUnavailableError", "private_mariadb", "private_mariadb_url"]
 
 ZONEINFO = Path("/usr/share/zoneinfo")
@@ -61,21 +63,11 @@ def _binary(*names: str) -> str:
     raise MariaDBUnavailableError(f"none of {', '.join(names)} is installed")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _remove_leftovers() -> None:
     """Delete the directories of private servers whose test process is gone."""
     for path in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
         pid = path.name[len(PREFIX) :].partition("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
 
 

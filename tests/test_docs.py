@@ -39,7 +39,6 @@ import subprocess
 import sys
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +51,7 @@ from sqlalchemy.orm import DeclarativeBase, configure_mappers
 import sqlalchemy_seqkeys
 from sqlalchemy_seqkeys import WorkerLease, cli
 
+from ._markdown import ROOT, Block, code_blocks
 from .test_readme import (
     _check_subcommands,
     _commands_in,
@@ -61,57 +61,12 @@ from .test_readme import (
     _uses_op,
 )
 
-ROOT = Path(__file__).parent.parent
 DOCS = ROOT / "docs"
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "_ext" not in p.parts)
 
 MAX_NOT_RUN = 3  # examples that cannot run on SQLite; keep them few
 
-FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
-MARKER = re.compile(r"^<!--\s*(?P<kind>not-run|file|run)\s*(?::\s*(?P<arg>.*?))?\s*-->\s*$")
-
-
-@dataclass(frozen=True)
-class Block:
-    page: Path
-    lang: str
-    line: int  # the page line of the block's first line of code
-    code: str
-    marker: str | None  # not-run, file or run
-    arg: str | None  # the marker's reason or file name
-
-    @property
-    def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
-
-
-def _blocks(page: Path) -> list[Block]:
-    lines = page.read_text(encoding="utf-8").splitlines()
-    found: list[Block] = []
-    i = 0
-    while i < len(lines):
-        opening = FENCE.match(lines[i])
-        if opening is None:
-            i += 1
-            continue
-        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), None)
-        assert end is not None, f"{page.relative_to(ROOT)}:{i + 1}: a code fence is never closed"
-        marker = MARKER.match(lines[i - 1]) if i > 0 else None
-        found.append(
-            Block(
-                page=page,
-                lang=opening["lang"],
-                line=i + 2,
-                code="\n".join(lines[i + 1 : end]) + "\n",
-                marker=marker["kind"] if marker else None,
-                arg=marker["arg"] if marker else None,
-            )
-        )
-        i = end + 1
-    return found
-
-
-BLOCKS = {page: _blocks(page) for page in PAGES}
+BLOCKS = {page: code_blocks(page) for page in PAGES}
 ALL_BLOCKS = [b for blocks in BLOCKS.values() for b in blocks]
 
 

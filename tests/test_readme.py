@@ -35,7 +35,6 @@ import shlex
 import tokenize
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,8 @@ from alembic.operations import Operations
 from sqlalchemy.orm import configure_mappers
 
 from sqlalchemy_seqkeys import WorkerLease, cli
+
+from ._markdown import Block, code_blocks
 
 README = Path(__file__).parent.parent / "README.md"
 
@@ -66,50 +67,14 @@ class Base(DeclarativeBase):
     pass
 """
 
-NOT_RUN = re.compile(r"^<!--\s*not-run:\s*(?P<reason>.*?)\s*-->\s*$")
-FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
+
+def _id(block: Block) -> str:
+    suffix = f" not-run: {block.not_run}" if block.not_run else ""
+    return f"README.md:{block.line}{suffix}"
 
 
-@dataclass(frozen=True)
-class Block:
-    lang: str
-    line: int  # the README line of the block's first line of code
-    code: str
-    not_run: str | None  # the reason, when the block is marked not-run
-
-    @property
-    def id(self) -> str:
-        suffix = f" not-run: {self.not_run}" if self.not_run else ""
-        return f"README.md:{self.line}{suffix}"
-
-
-def _blocks(lang: str) -> list[Block]:
-    lines = README.read_text(encoding="utf-8").splitlines()
-    found: list[Block] = []
-    i = 0
-    while i < len(lines):
-        opening = FENCE.match(lines[i])
-        if opening is None:
-            i += 1
-            continue
-        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), None)
-        assert end is not None, f"README.md:{i + 1}: a code fence that is never closed"
-        marker = NOT_RUN.match(lines[i - 1]) if i > 0 else None
-        if opening["lang"] == lang:
-            found.append(
-                Block(
-                    lang=lang,
-                    line=i + 2,
-                    code="\n".join(lines[i + 1 : end]) + "\n",
-                    not_run=marker["reason"] if marker else None,
-                )
-            )
-        i = end + 1
-    return found
-
-
-PYTHON_BLOCKS = _blocks("python")
-SH_BLOCKS = _blocks("sh")
+PYTHON_BLOCKS = [b for b in code_blocks(README) if b.lang == "python"]
+SH_BLOCKS = [b for b in code_blocks(README) if b.lang == "sh"]
 
 
 def test_the_readme_has_examples_and_few_are_not_run() -> None:
@@ -117,12 +82,14 @@ def test_the_readme_has_examples_and_few_are_not_run() -> None:
     assert len(PYTHON_BLOCKS) >= 1
     assert len(SH_BLOCKS) >= 3
     stated = [
-        b.id for b in PYTHON_BLOCKS if any(_stated_value(c)[0] for c in _comments(b.code).values())
+        _id(b)
+        for b in PYTHON_BLOCKS
+        if any(_stated_value(c)[0] for c in _comments(b.code).values())
     ]
     assert stated, "the README's example states a value (`x  # 1000`) that the test checks"
-    not_run = [b.id for b in PYTHON_BLOCKS if b.not_run]
+    not_run = [_id(b) for b in PYTHON_BLOCKS if b.not_run]
     assert len(not_run) <= 2, f"too many README examples are not run: {not_run}"
-    empty = [b.id for b in PYTHON_BLOCKS if b.not_run == ""]
+    empty = [_id(b) for b in PYTHON_BLOCKS if b.not_run == ""]
     assert not empty, f"a not-run marker needs its reason: {empty}"
 
 
@@ -264,7 +231,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[int, str | None]:
     [
         pytest.param(
             b,
-            id=b.id,
+            id=_id(b),
             marks=[pytest.mark.skip(reason=f"README.md:{b.line}: {b.not_run}")]
             if b.not_run
             else [],
@@ -317,7 +284,7 @@ def test_sh_blocks_name_seqkeys_commands() -> None:
     assert ["demo"] in commands
 
 
-@pytest.mark.parametrize("block", SH_BLOCKS, ids=lambda b: b.id)
+@pytest.mark.parametrize("block", SH_BLOCKS, ids=_id)
 def test_sh_block_seqkeys_commands_parse(block: Block) -> None:
     """Subcommands and options: the command line parses as the README writes it."""
     for line in block.code.replace("\\\n", " ").splitlines():
