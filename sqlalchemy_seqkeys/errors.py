@@ -40,6 +40,7 @@ __all__ = [
     "SequenceAllocationError",
     "SequenceExhaustedError",
     "SequenceExistsError",
+    "SequenceLockTimeoutError",
     "SequenceMovedBackwardsError",
     "SequenceNotFoundError",
     "SequencesTableNotFoundError",
@@ -145,6 +146,20 @@ class SequenceAllocationError(SeqKeysError):
 
     The original database error is the ``__cause__``. Example: the server
     went away and did not come back within the retry budget.
+    """
+
+
+class SequenceLockTimeoutError(SequenceAllocationError):
+    """A sequence's row stayed locked by another transaction for the server's whole lock timeout.
+
+    Raised after one wait, never retried (a retry would wait the whole timeout
+    again); the message names the sequence and the setting that bounds the
+    wait: ``innodb_lock_wait_timeout`` on MySQL and MariaDB, ``lock_timeout``
+    on PostgreSQL. Nothing was handed out and a resync changed nothing. In the
+    caller's transaction (``in_transaction``, a Connection passed in) that
+    transaction is the caller's to roll back. Example: a long
+    ``in_transaction`` transaction or a ``SELECT ... FOR UPDATE`` holds the
+    row; end it, or raise the setting for the session.
     """
 
 
