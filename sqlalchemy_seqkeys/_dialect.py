@@ -14,17 +14,26 @@ engine family, with a common fallback (geoalchemy2's ``select_dialect``)::
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine.interfaces import Dialect
 
+from sqlalchemy_seqkeys.errors import SeqKeysError
+
 __all__ = [
+    "FILE_NAME_TOO_LONG",
     "DialectFacts",
+    "check_identifier",
     "dialect_key",
     "facts",
     "family",
+    "file_name_too_long",
+    "identifier_problem",
+    "identifier_text",
     "incrementing_sequences",
     "insert_ignoring_conflict",
     "mariadb_uuid_keeps_v7_order",
@@ -93,6 +102,14 @@ class DialectFacts:
     generates_shard_columns: bool = False
     #: the server's current time in Unix milliseconds, as SQL (worker leases)
     now_ms_sql: str = "CAST((EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000) AS BIGINT)"
+    #: the longest identifier in characters / in UTF-8 bytes (None: no limit known)
+    identifier_chars: int | None = None
+    identifier_bytes: int | None = None
+    #: identifiers hold characters up to U+FFFF only
+    identifier_bmp_only: bool = False
+    #: identifiers must match this (a regular expression), what it says in words
+    identifier_pattern: str | None = None
+    identifier_pattern_words: str = ""
 
 
 _COMMON = DialectFacts()
@@ -104,6 +121,7 @@ _FACTS: dict[str, DialectFacts] = {
         sequence_catalog="pg_sequence",
         sequence_resync="setval",
         now_ms_sql="CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+        identifier_bytes=63,  # NAMEDATALEN - 1; longer ones are cut there, silently
     ),
     "mysql": DialectFacts(  # MariaDB too (family counts it as MySQL)
         display_name="MySQL/MariaDB",
@@ -116,6 +134,8 @@ _FACTS: dict[str, DialectFacts] = {
         # ambiguous in the repeated autumn hour and comes out an hour early there.
         # UTC_TIMESTAMP and TIMESTAMPDIFF involve no zone at all.
         now_ms_sql="(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)",
+        identifier_chars=64,
+        identifier_bmp_only=True,
     ),
     "sqlite": DialectFacts(
         display_name="SQLite",
@@ -129,9 +149,13 @@ _FACTS: dict[str, DialectFacts] = {
         guid_storage="uniqueidentifier",
         guid_order="at_end",  # uniqueidentifier compares bytes 10-15 first
         sequence_catalog="sys_sequences",
+        identifier_chars=128,
     ),
     "oracle": DialectFacts(
-        display_name="Oracle", guid_storage="raw16", sequence_catalog="all_sequences"
+        display_name="Oracle",
+        guid_storage="raw16",
+        sequence_catalog="all_sequences",
+        identifier_bytes=128,
     ),
     "spanner": DialectFacts(
         display_name="Spanner",
@@ -142,6 +166,10 @@ _FACTS: dict[str, DialectFacts] = {
         generates_shard_columns=True,
         lease_autocommit=False,
         now_ms_sql="UNIX_MILLIS(CURRENT_TIMESTAMP())",
+        identifier_chars=128,
+        identifier_pattern=r"[A-Za-z][A-Za-z0-9_]*",
+        identifier_pattern_words="start with an ASCII letter and hold only ASCII letters, digits "
+        "and underscores",
     ),
 }
 
@@ -272,3 +300,115 @@ def natively_bit_reversed(dialect: Dialect | str) -> bool:
 
 
 __all__ += ["bit_reversed_block", "natively_bit_reversed"]
+
+
+# -- identifiers: a name as SQL text, and the names an engine cannot hold -----------
+
+
+@lru_cache(maxsize=4096)
+def _problem(family_name: str, name: str) -> str | None:
+    engine = _FACTS.get(family_name, _COMMON)
+    shown = engine.display_name or family_name
+    if engine.identifier_bytes is not None and len(name.encode()) > engine.identifier_bytes:
+        return (
+            f"{shown} identifiers are at most {engine.identifier_bytes} bytes of UTF-8 and "
+            f"this one is {len(name.encode())}; {shown} would keep only the first "
+            f"{engine.identifier_bytes} bytes, silently, and two such names would be one object"
+        )
+    if engine.identifier_chars is not None and len(name) > engine.identifier_chars:
+        return (
+            f"{shown} identifiers are at most {engine.identifier_chars} characters and this "
+            f"one is {len(name)}"
+        )
+    if engine.identifier_bmp_only and any(ord(c) > 0xFFFF for c in name):
+        return f"{shown} identifiers cannot hold characters above U+FFFF (emoji, for one)"
+    pattern = engine.identifier_pattern
+    if pattern is not None and re.fullmatch(pattern, name) is None:
+        return f"{shown} identifiers must {engine.identifier_pattern_words}"
+    return None
+
+
+def identifier_problem(dialect: Dialect | str, name: str) -> str | None:
+    """Why ``name`` cannot be an identifier (a sequence, table or column) here; None if it can.
+
+    Example::
+
+        >>> identifier_problem("postgresql", "a" * 64)[:43]
+        'PostgreSQL identifiers are at most 63 bytes'
+        >>> identifier_problem("spanner+spanner", "order_id") is None
+        True
+    """
+    return _problem(family(dialect), name)
+
+
+def check_identifier(
+    dialect: Dialect | str, name: str, what: str, error: type[SeqKeysError]
+) -> str:
+    """Return ``name``, or raise ``error`` saying the rule it breaks here; no I/O.
+
+    Example::
+
+        >>> from sqlalchemy_seqkeys.errors import InvalidSequenceError
+        >>> check_identifier("spanner", "q%x", "sequence name", InvalidSequenceError)
+        Traceback (most recent call last):
+        ...
+        sqlalchemy_seqkeys.errors.InvalidSequenceError: sequence name 'q%x' cannot be used on \
+Spanner: Spanner identifiers must start with an ASCII letter and hold only ASCII letters, \
+digits and underscores. Nothing was sent to the database; choose another name
+    """
+    problem = _problem(family(dialect), name)
+    if problem is not None:
+        shown = facts(dialect).display_name or family(dialect)
+        raise error(
+            f"{what} {name!r} cannot be used on {shown}: {problem}. Nothing was sent to the "
+            "database; choose another name"
+        )
+    return name
+
+
+#: why MariaDB refused a name of at most 64 characters: its file name (see below)
+FILE_NAME_TOO_LONG = (
+    "MariaDB keeps a sequence as a table, in a file named after it, and this name's file "
+    "name would be longer than the file system allows (every character other than an ASCII "
+    "letter, digit or underscore takes 3 to 5 bytes of it, and 255 bytes is the usual limit)"
+)
+
+
+def file_name_too_long(exc: BaseException) -> bool:
+    """True where MariaDB refused to create a table (a sequence) for its file name's length.
+
+    Example::
+
+        >>> file_name_too_long(OSError("Can't create table `x` (errno: 36 File name too long)"))
+        True
+    """
+    orig = getattr(exc, "orig", None) or exc
+    return "errno: 36" in str(orig)
+
+
+def identifier_text(dialect: Dialect, name: str, schema: str | None = None) -> str:
+    """``name`` (in ``schema``) as the server reads it in SQL: quoted where needed, quotes doubled.
+
+    For a bound value the server parses as a name (``to_regclass(:name)``) or
+    a text the caller escapes for its own use. Unlike the dialect's
+    ``identifier_preparer.quote``, it does not double ``%`` for the driver: that
+    belongs to compiled statement text only, and in a value it names another
+    object (``q%x`` would become ``q%%x``).
+
+    Example::
+
+        >>> from sqlalchemy.dialects import mysql, postgresql
+        >>> identifier_text(postgresql.dialect(), 'q%"x', "s")
+        's."q%""x"'
+        >>> identifier_text(mysql.dialect(), "a`b")
+        '`a``b`'
+    """
+    preparer = dialect.identifier_preparer
+
+    def quoted(part: str) -> str:
+        if preparer.quote(part) == part:  # a plain name, written as the compiler writes it
+            return part
+        escaped = part.replace(preparer.escape_quote, preparer.escape_to_quote)
+        return f"{preparer.initial_quote}{escaped}{preparer.final_quote}"
+
+    return quoted(name) if schema is None else f"{quoted(schema)}.{quoted(name)}"

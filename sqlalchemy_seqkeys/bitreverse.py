@@ -55,7 +55,13 @@ from sqlalchemy_seqkeys._blocks import (
     batch_counter,
     begin,
 )
-from sqlalchemy_seqkeys._dialect import bit_reversed_block, natively_bit_reversed
+from sqlalchemy_seqkeys._dialect import (
+    FILE_NAME_TOO_LONG,
+    bit_reversed_block,
+    check_identifier,
+    file_name_too_long,
+    natively_bit_reversed,
+)
 from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
@@ -420,8 +426,15 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
                 return self._take(conn, state)
         return self._skipping(lambda: self._draw_on(conn))
 
+    def _check_identifiers(self, dialect: sa.Dialect) -> None:
+        """Refuse a name the engine's native sequences cannot hold, with no I/O (cached)."""
+        check_identifier(dialect, self.name, "sequence name", InvalidBitReversalError)
+        if self.schema is not None:
+            check_identifier(dialect, self.schema, "schema", InvalidBitReversalError)
+
     def _draw_on(self, conn: sa.Connection) -> int:
         if self._native(conn.dialect):
+            self._check_identifiers(conn.dialect)
             return _next_from_sequence(conn, self.sequence)
         return reverse_bits(self.counter.next_value(conn))
 
@@ -451,6 +464,7 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
 
     def _fetch(self, conn: sa.Connection, state: _Block) -> tuple[int, list[int]]:
         """Fetch a block on ``conn``: (counters consumed, values to hand out, in counter order)."""
+        self._check_identifiers(conn.dialect)
         build = state.build
         raw: list[Any]
         if build is None:
@@ -513,7 +527,16 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
         """
         with begin(bind, "create") as conn:
             if self._native(conn.dialect):
-                self.sequence.create(conn, checkfirst=checkfirst)
+                self._check_identifiers(conn.dialect)
+                try:
+                    self.sequence.create(conn, checkfirst=checkfirst)
+                except sa.exc.DBAPIError as exc:
+                    if not file_name_too_long(exc):
+                        raise
+                    raise InvalidBitReversalError(
+                        f"sequence name {self.name!r} cannot be used on {conn.dialect.name}: "
+                        f"{FILE_NAME_TOO_LONG}. Nothing was created; choose a shorter name"
+                    ) from exc
             else:
                 sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
                 self.counter.create(conn, checkfirst=checkfirst)
@@ -528,6 +551,7 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
         """
         with begin(bind, "drop") as conn:
             if self._native(conn.dialect):
+                self._check_identifiers(conn.dialect)
                 self.sequence.drop(conn, checkfirst=checkfirst)
             elif not checkfirst or sa.inspect(conn).has_table(self.table):
                 drop_table_sequence(conn, self.name, table=self.table, checkfirst=checkfirst)

@@ -84,7 +84,9 @@ from sqlalchemy import event
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.engine.mock import MockConnection
-from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence, ExecutableDDLElement
+from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from sqlalchemy_seqkeys._blocks import (
     BlockState,
@@ -93,7 +95,14 @@ from sqlalchemy_seqkeys._blocks import (
     begin,
     connect,
 )
-from sqlalchemy_seqkeys._dialect import facts, incrementing_sequences
+from sqlalchemy_seqkeys._dialect import (
+    FILE_NAME_TOO_LONG,
+    check_identifier,
+    facts,
+    file_name_too_long,
+    identifier_text,
+    incrementing_sequences,
+)
 from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._rows import RowsAhead
 from sqlalchemy_seqkeys._validate import check_int
@@ -110,6 +119,7 @@ from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE, TableSequenc
 from sqlalchemy_seqkeys.sequences.resync import (
     _check_identifier,
     _data_table,
+    check_source_names,
     resync_table_sequence,
 )
 from sqlalchemy_seqkeys.sequences.table import (
@@ -144,19 +154,18 @@ MAX_ALLOCATION_SIZE = MAX_BATCH_SIZE
 _Found = tuple[int, bool] | None
 
 
-def _qualified(conn: sa.Connection, sequence: sa.Sequence) -> str:
-    """The sequence's name as SQL text, quoted, in the schema a schema_translate_map gives."""
+def _schema_of(conn: sa.Connection, sequence: sa.Sequence) -> str | None:
+    """The sequence's schema, as the connection's schema_translate_map makes it."""
     schema = sequence.schema
     translate = conn.get_execution_options().get("schema_translate_map")
     if translate and schema in translate:
         schema = translate[schema]
-    return _quoted(conn.dialect, sequence.name, schema)
+    return schema
 
 
-def _quoted(dialect: sa.Dialect, name: str, schema: str | None) -> str:
-    preparer = dialect.identifier_preparer
-    quoted = preparer.quote(name)
-    return f"{preparer.quote_schema(schema)}.{quoted}" if schema else quoted
+def _name_value(conn: sa.Connection, sequence: sa.Sequence) -> str:
+    """The sequence's quoted name (schema translated) as a value for the server to parse."""
+    return identifier_text(conn.dialect, sequence.name, _schema_of(conn, sequence))
 
 
 _PG_CATALOG = sa.text(
@@ -165,7 +174,7 @@ _PG_CATALOG = sa.text(
 
 
 def _postgresql_catalog(conn: sa.Connection, sequence: sa.Sequence) -> _Found:
-    row = conn.execute(_PG_CATALOG, {"name": _qualified(conn, sequence)}).first()
+    row = conn.execute(_PG_CATALOG, {"name": _name_value(conn, sequence)}).first()
     return None if row is None else (int(row[0]), bool(row[1]))
 
 
@@ -200,10 +209,7 @@ _ORACLE_CATALOG = sa.text(
 
 def _oracle_catalog(conn: sa.Connection, sequence: sa.Sequence) -> _Found:
     dialect = conn.dialect
-    schema = sequence.schema
-    translate = conn.get_execution_options().get("schema_translate_map")
-    if translate and schema in translate:
-        schema = translate[schema]
+    schema = _schema_of(conn, sequence)
     params = {
         "owner": None if schema is None else dialect.denormalize_name(schema),
         "name": dialect.denormalize_name(sequence.name),
@@ -219,7 +225,7 @@ _MSSQL_CATALOG = sa.text(
 
 
 def _mssql_catalog(conn: sa.Connection, sequence: sa.Sequence) -> _Found:
-    row = conn.execute(_MSSQL_CATALOG, {"name": _qualified(conn, sequence)}).first()
+    row = conn.execute(_MSSQL_CATALOG, {"name": _name_value(conn, sequence)}).first()
     return None if row is None else (int(row[0]), bool(row[1]))
 
 
@@ -401,7 +407,16 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
         """
         with begin(bind, "create") as conn:
             if incrementing_sequences(conn.dialect):
-                self.sequence.create(conn, checkfirst=checkfirst)
+                self._check_identifiers(conn.dialect)
+                try:
+                    self.sequence.create(conn, checkfirst=checkfirst)
+                except sa.exc.DBAPIError as exc:
+                    if not file_name_too_long(exc):
+                        raise
+                    raise InvalidSequenceError(
+                        f"sequence name {self.name!r} cannot be used on {conn.dialect.name}: "
+                        f"{FILE_NAME_TOO_LONG}. Nothing was created; choose a shorter name"
+                    ) from exc
             else:
                 sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
                 self.fallback.create(conn, checkfirst=checkfirst)
@@ -416,6 +431,7 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
         """
         with begin(bind, "drop") as conn:
             if incrementing_sequences(conn.dialect):
+                self._check_identifiers(conn.dialect)
                 self.sequence.drop(conn, checkfirst=checkfirst)
             elif not checkfirst or sa.inspect(conn).has_table(self.table):
                 drop_table_sequence(conn, self.name, table=self.table, checkfirst=checkfirst)
@@ -501,6 +517,7 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
             # that returned before this one was sent, so this one must be higher.
             floor, checked = state.floor, state.checked
         if not checked:
+            self._check_identifiers(conn.dialect)
             self._check_catalog(conn)
             state.checked = True
         first = self._nextval(conn)
@@ -588,6 +605,12 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
                 f"ALTER SEQUENCE {self.name} NO CYCLE"
             )
 
+    def _check_identifiers(self, dialect: sa.Dialect) -> None:
+        """Refuse a name the engine's native sequences cannot hold (e.g. too long), with no I/O."""
+        check_identifier(dialect, self.name, "sequence name", InvalidSequenceError)
+        if self.schema is not None:
+            check_identifier(dialect, self.schema, "schema", InvalidSequenceError)
+
     def _new_fallback(self) -> TableSequence:
         return batch_counter(self.name, self.allocation_size, self.start, self.table)
 
@@ -653,18 +676,46 @@ class _Resync:
     """What a resync's statements are built from (one engine's builder takes it)."""
 
     dialect: sa.Dialect
+    #: compiled as an identifier: the executing connection's schema_translate_map applies
     sequence: sa.Sequence
-    qualified: str  # the sequence's name as SQL text, quoted, its schema translated
+    #: the sequence's quoted name, its schema translated, as a value for the server to parse
+    name_value: str
     top: sa.Subquery  # SELECT MAX(column) AS m
-    translate: dict[str | None, str | None] | None  # the schema_translate_map
+
+
+class _SequenceNoCycle(ExecutableDDLElement):
+    """``ALTER SEQUENCE name NO CYCLE``, the name quoted by the compiler (never by hand)."""
+
+    def __init__(self, sequence: sa.Sequence) -> None:
+        self.sequence = sequence
+
+
+@compiles(_SequenceNoCycle)
+def _compile_no_cycle(element: _SequenceNoCycle, compiler: Any, **kw: Any) -> str:
+    return f"ALTER SEQUENCE {compiler.preparer.format_sequence(element.sequence)} NO CYCLE"
+
+
+class _SetVariable(Executable, ClauseElement):
+    """MariaDB: ``SET @variable = (query)``, the query compiled as any other statement."""
+
+    inherit_cache = False
+
+    def __init__(self, variable: str, query: sa.Select[Any]) -> None:
+        self.variable = variable
+        self.query = query
+
+
+@compiles(_SetVariable)
+def _compile_set_variable(element: _SetVariable, compiler: Any, **kw: Any) -> str:
+    return f"SET {element.variable} = ({compiler.process(element.query, **kw)})"
 
 
 def _pg_statements(r: _Resync) -> list[sa.Executable]:
-    sequence, qualified, top = r.sequence, r.qualified, r.top
+    sequence, top = r.sequence, r.top
     # ALTER SEQUENCE blocks nextval and setval until the transaction ends, so
     # no block can be taken between reading the sequence and moving it.
-    lock = sa.DDL(f"ALTER SEQUENCE {qualified.replace('%', '%%')} NO CYCLE")  # type: ignore[no-untyped-call]
-    regclass = sa.cast(sa.literal(qualified), postgresql.REGCLASS)
+    lock = _SequenceNoCycle(sequence)
+    regclass = sa.cast(sa.literal(r.name_value), postgresql.REGCLASS)
     current = sa.Table(
         sequence.name,
         sa.MetaData(),
@@ -696,7 +747,7 @@ def _pg_statements(r: _Resync) -> list[sa.Executable]:
 
 
 def _mariadb_statements(r: _Resync) -> list[sa.Executable]:
-    dialect, qualified, top, translate = r.dialect, r.qualified, r.top, r.translate
+    top = r.top
     # SETVAL(s, v, 0) makes v the next value unless s is already past v (then
     # it changes nothing and returns NULL): atomic beside NEXTVAL, never back.
     # It takes constants only, so MAX + 1 reaches it through a session
@@ -704,20 +755,13 @@ def _mariadb_statements(r: _Resync) -> list[sa.Executable]:
     following = sa.select(
         sa.case((top.c.m < sa.literal(MAX_VALUE, sa.BigInteger), top.c.m + 1), else_=sa.null())
     ).select_from(top)
-    # a schema_translate_map goes into the text itself: it runs as text
-    translating: dict[str, Any] = (
-        {"schema_translate_map": translate, "render_schema_translate": True} if translate else {}
-    )
-    compiled = following.compile(
-        dialect=dialect, compile_kwargs={"literal_binds": True}, **translating
-    )
-    query = str(compiled).replace(":", "\\:")  # text() would read :name as a parameter
-    remember = sa.text(f"SET {_NEXT_VARIABLE} = ({query})")
-    name = qualified.replace("\\", "\\\\").replace("'", "''").replace(":", "\\:")
+    remember = _SetVariable(_NEXT_VARIABLE, following)
+    # The sequence's name reaches the dynamic statement as a bound value,
+    # quoted for that statement's own parser.
     move = sa.text(
         f"EXECUTE IMMEDIATE IF({_NEXT_VARIABLE} IS NULL, 'SELECT NULL', "
-        f"CONCAT('SELECT SETVAL({name}, ', {_NEXT_VARIABLE}, ', 0)'))"
-    )
+        f"CONCAT('SELECT SETVAL(', :seqkeys_sequence, ', ', {_NEXT_VARIABLE}, ', 0)'))"
+    ).bindparams(sa.bindparam("seqkeys_sequence", r.name_value, type_=sa.String()))
     return [remember, move]
 
 
@@ -759,6 +803,7 @@ def resync_pooled_statements(
     """
     check_name(name)
     top = _highest(table, column, schema)
+    check_source_names(dialect, table, column, schema)
     build = _RESYNC_STATEMENTS.get(facts(dialect).sequence_resync)
     if build is None or not incrementing_sequences(dialect):
         raise InvalidSequenceError(
@@ -766,12 +811,14 @@ def resync_pooled_statements(
             f"{dialect.name}; there, move it with ALTER SEQUENCE {name} RESTART WITH "
             "<MAX(column) + 1> while no writer takes values"
         )
+    check_identifier(dialect, name, "sequence name", InvalidSequenceError)
+    if sequence_schema is not None:
+        check_identifier(dialect, sequence_schema, "sequence_schema", InvalidSequenceError)
+    value_schema = sequence_schema
     if schema_translate_map and sequence_schema in schema_translate_map:
-        qualified = _quoted(dialect, name, schema_translate_map[sequence_schema])
-    else:
-        qualified = _quoted(dialect, name, sequence_schema)
+        value_schema = schema_translate_map[sequence_schema]
     sequence = sa.Sequence(name, schema=sequence_schema)
-    return build(_Resync(dialect, sequence, qualified, top, schema_translate_map))
+    return build(_Resync(dialect, sequence, identifier_text(dialect, name, value_schema), top))
 
 
 def resync_pooled_sequence(
@@ -821,7 +868,14 @@ def resync_pooled_sequence(
     """
     check_name(name)
     _highest(table, column, schema)  # bad arguments, before any I/O
+    check_source_names(bind.dialect, table, column, schema)
     with begin(bind, "resync_pooled_sequence") as conn:
+        if incrementing_sequences(conn.dialect):  # known once connected (MariaDB)
+            check_identifier(conn.dialect, name, "sequence name", InvalidSequenceError)
+            if sequence_schema is not None:
+                check_identifier(
+                    conn.dialect, sequence_schema, "sequence_schema", InvalidSequenceError
+                )
         return _resync(conn, name, table, column, schema, sequence_schema, sequences_table)
 
 

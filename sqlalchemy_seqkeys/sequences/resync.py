@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from sqlalchemy_seqkeys._dialect import check_identifier
 from sqlalchemy_seqkeys.errors import InvalidSequenceError, SequenceExhaustedError
 
 from . import _aio
@@ -69,6 +70,21 @@ def _check_identifier(value: object, what: str) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidSequenceError(f"{what} must be a non-empty str, not {value!r}")
     return value
+
+
+def check_source_names(
+    dialect: sa.Dialect, table: str | sa.Table, column: str, schema: str | None
+) -> None:
+    """Refuse a data table, column or schema name the engine cannot hold, before any I/O.
+
+    PostgreSQL, for one, would cut a name past 63 bytes and read another table.
+    """
+    name = table.name if isinstance(table, sa.Table) else table
+    if isinstance(table, sa.Table):
+        schema = table.schema
+    for value, what in ((name, "table"), (column, "column"), (schema, "schema")):
+        if isinstance(value, str):
+            check_identifier(dialect, value, f"{what} name", InvalidSequenceError)
 
 
 def _data_table(table: str | sa.Table, column: str, schema: str | None) -> sa.Table:
@@ -158,6 +174,7 @@ def resync_table_sequence(
     """
     update, highest = _statements(name, table, column, schema, sequences_table)
     _aio.check_sync_bind(bind, "resync_table_sequence")
+    check_source_names(bind.dialect, table, column, schema)
     if isinstance(bind, sa.Engine):
         with bind.begin() as conn:
             return _resync(conn, update, highest, name, sequences_table)

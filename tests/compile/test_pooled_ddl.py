@@ -188,8 +188,32 @@ def test_offline_resync_on_mariadb_goes_through_setval() -> None:
         "SET @seqkeys_resync_next = (SELECT CASE WHEN (top.m < 9223372036854775807) "
         "THEN top.m + 1 ELSE NULL END AS anon_1 FROM (SELECT max(orders.id) AS m FROM orders) "
         "AS top); EXECUTE IMMEDIATE IF(@seqkeys_resync_next IS NULL, 'SELECT NULL', "
-        "CONCAT('SELECT SETVAL(order_id, ', @seqkeys_resync_next, ', 0)'));"
+        "CONCAT('SELECT SETVAL(', 'order_id', ', ', @seqkeys_resync_next, ', 0)'));"
     )
+
+
+def test_offline_resync_names_the_sequence_exactly() -> None:
+    """A % or a quote in the name is quoted for the server, never doubled for a driver.
+
+    (Alembic's env.py template renders offline SQL with paramstyle "named": no % doubling.)
+    """
+
+    def offline(name: str, run: Callable[[Operations], None]) -> str:
+        buffer = io.StringIO()
+        context = MigrationContext.configure(
+            dialect_name=name,
+            dialect_opts={"paramstyle": "named"},
+            opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True},
+        )
+        run(Operations(context))
+        return " ".join(buffer.getvalue().split())
+
+    sql = offline("postgresql", lambda op: op.resync_pooled_sequence("q%x'", "da%ta", "i%d"))
+    assert sql.startswith("ALTER SEQUENCE \"q%x'\" NO CYCLE; SELECT setval(CAST('\"q%x''\"' AS")
+    assert 'max("da%ta"."i%d")' in sql
+    sql = offline("mariadb", lambda op: op.resync_pooled_sequence("q%x`", "da%ta", "i%d"))
+    assert "max(`da%ta`.`i%d`)" in sql
+    assert "CONCAT('SELECT SETVAL(', '`q%x```', ', '" in sql
 
 
 @pytest.mark.parametrize("name", FALLBACK)
