@@ -1,7 +1,8 @@
 """A FastAPI service on an AsyncEngine: invoice numbers, order ids and snowflake public ids.
 
     pip install 'sqlalchemy-seqkeys[asyncio]' fastapi uvicorn httpx
-    SEQKEYS_DATABASE_URL=postgresql+asyncpg://postgres@localhost/app uvicorn fastapi_app:app
+    export SEQKEYS_DATABASE_URL=postgresql+asyncpg://postgres@localhost/app
+    uvicorn fastapi_app:app --workers 2                     # from examples/
     python examples/fastapi_app.py                          # a demo on SQLite (aiosqlite)
     python examples/fastapi_app.py postgresql://postgres@127.0.0.1/test
 
@@ -14,6 +15,14 @@ models and bound in the lifespan to a worker id leased from the database
 blocks the event loop. The demo (``python examples/fastapi_app.py [URL]``)
 starts the app in-process and sends it concurrent requests through
 ``httpx.ASGITransport``; a sync URL is run with its engine's async driver.
+
+Every uvicorn worker runs the lifespan, so with ``--workers 2`` two processes
+create the schema at once on a fresh database: one would fail (PostgreSQL:
+``duplicate key value violates unique constraint "pg_type_typname_nsp_index"``;
+MariaDB: ``Table ... already exists``). ``create_schema_once`` takes a database
+lock around it (PostgreSQL's advisory lock, MariaDB's ``GET_LOCK``): the first
+worker creates, the others wait and find it done. With Alembic, run the
+migrations before starting the workers instead.
 """
 
 from __future__ import annotations
@@ -22,13 +31,19 @@ import asyncio
 import contextlib
 import os
 import sys
+import zlib
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 import sqlalchemy as sa
 from fastapi import Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from sqlalchemy_seqkeys import Snowflake, TableSequence, sequences_table, workers_table
@@ -98,11 +113,47 @@ async def session(request: Request) -> AsyncIterator[AsyncSession]:
 Session = Annotated[AsyncSession, Depends(session)]  # a request's session
 
 
+#: the lock the workers take around creating the schema (a name, and its 63-bit number)
+SCHEMA_LOCK = "seqkeys_fastapi_example_schema"
+SCHEMA_LOCK_KEY = zlib.crc32(SCHEMA_LOCK.encode())
+#: how long a worker waits for another one that is creating the schema
+SCHEMA_LOCK_TIMEOUT_S = 60
+
+
+async def create_schema_once(engine: AsyncEngine) -> None:
+    """Create the missing tables and sequence rows, one process at a time.
+
+    PostgreSQL: a transaction-scoped advisory lock (DDL is transactional there:
+    the lock and the tables commit together). MariaDB/MySQL: ``GET_LOCK``, held
+    by the connection until released (DDL commits on its own). SQLite has
+    neither: serve it with one worker.
+    """
+    async with engine.connect() as conn:
+        backend = conn.dialect.name
+        if backend == "postgresql":
+            await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
+        elif backend in ("mysql", "mariadb"):
+            lock = {"name": SCHEMA_LOCK, "timeout": SCHEMA_LOCK_TIMEOUT_S}
+            if await conn.scalar(sa.text("SELECT GET_LOCK(:name, :timeout)"), lock) != 1:
+                raise RuntimeError(f"another worker held {SCHEMA_LOCK!r} for too long")
+            await conn.commit()
+        try:
+            await conn.run_sync(Base.metadata.create_all)
+            await invoice_no.create_async(conn, checkfirst=True)
+            await order_id.create_async(conn, checkfirst=True)
+            await conn.commit()
+        finally:
+            if backend in ("mysql", "mariadb"):
+                await conn.rollback()
+                await conn.execute(sa.text("SELECT RELEASE_LOCK(:name)"), {"name": SCHEMA_LOCK})
+                await conn.commit()
+
+
 def create_app(url: str, *, create_schema: bool = True) -> FastAPI:
     """The service on database ``url`` (an async driver's URL). No I/O until it starts.
 
-    ``create_schema`` creates missing tables and sequences at startup (with
-    Alembic, migrations do that: pass False).
+    ``create_schema`` creates missing tables and sequences at startup, one
+    worker at a time (with Alembic, migrations do that: pass False).
     """
 
     @contextlib.asynccontextmanager
@@ -110,10 +161,7 @@ def create_app(url: str, *, create_schema: bool = True) -> FastAPI:
         engine = create_async_engine(url)
         try:
             if create_schema:
-                async with engine.begin() as conn:
-                    await conn.run_sync(Base.metadata.create_all)
-                await invoice_no.create_async(engine, checkfirst=True)
-                await order_id.create_async(engine, checkfirst=True)
+                await create_schema_once(engine)  # with --workers N: once, not N times at once
             async with AsyncWorkerLease(engine, ttl=30) as lease:
                 public_ids.bind(lease)  # minting before this raises NoWorkerIdError
                 app.state.sessions = async_sessionmaker(engine, expire_on_commit=False)

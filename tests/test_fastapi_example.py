@@ -11,16 +11,32 @@ measures something else here: 90 requests whose client and server share one
 loop keep it busy with CPU work, and a ticker waits its turn behind them for
 a few hundred ms on a loaded 2-core machine, blocking call or not.)
 tests/test_examples.py also runs the script's own demo on every engine.
+
+As users run it: ``uvicorn fastapi_app:app --workers 2`` on a fresh database of
+the shared PostgreSQL (and MariaDB) server, reached over TCP on a free
+loopback port. Both workers start at once; the schema is created once (one
+worker holds a database lock around it: concurrent ``create_all`` broke
+PostgreSQL's catalog before), concurrent requests get distinct ids and
+gapless invoice numbers across the two processes, and a graceful stop
+releases both worker leases. The server's process group is killed at the end
+and the database dropped, even after a failure.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import importlib.util
 import logging
+import os
 import random
+import signal
+import socket
+import subprocess
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +48,7 @@ import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import workers_table
 from tests._loopticker import BLOCKED_S
-from tests.conftest import AsyncDatabase, _async_database
+from tests.conftest import AsyncDatabase, _async_database, _Engines
 
 pytestmark = pytest.mark.backend
 
@@ -160,3 +176,140 @@ def test_minting_before_the_lifespan_says_how_to_bind() -> None:
     example = load_example()
     with pytest.raises(NoWorkerIdError, match=r"ids\.bind\(lease\)"):
         example.public_ids()
+
+
+#: the sync engine of the suite -> the async driver the served example uses
+SERVED_DRIVERS = {"postgresql": "postgresql+asyncpg", "mysql": "mysql+asyncmy"}
+#: how long two uvicorn workers may take to start on a loaded machine
+STARTUP_S = 90.0
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _Server:
+    """``uvicorn fastapi_app:app --workers 2`` in a process group of its own, log collected."""
+
+    def __init__(self, url: str, port: int) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+        env["SEQKEYS_DATABASE_URL"] = url
+        self.port = port
+        self.process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "uvicorn", "fastapi_app:app", "--workers", "2"),
+                *("--host", "127.0.0.1", "--port", str(port)),
+            ],
+            cwd=EXAMPLE.parent,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # its workers share its group: one kill stops them all
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip())
+
+    @property
+    def log(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_started(self) -> None:
+        deadline = time.monotonic() + STARTUP_S
+        while self.log.count("Application startup complete.") < 2:
+            failed = "Application startup failed" in self.log or "Traceback" in self.log
+            if failed or self.process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"uvicorn did not start both workers:\n{self.log}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """SIGINT (a graceful shutdown: lifespans end), then SIGKILL to the whole group."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of the group
+        self.process.wait(timeout=30)
+        self._reader.join(timeout=10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def group_gone(self, timeout: float = 15.0) -> bool:
+        """No process of the server's group is left (killed workers are reaped by init)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.process.pid, 0)
+            except ProcessLookupError:
+                return True
+            time.sleep(0.1)
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["postgresql", "mysql"])
+def test_two_uvicorn_workers_on_a_fresh_database(backend: str, engines: _Engines) -> None:
+    pytest.importorskip("uvicorn", reason="the test serves the example with uvicorn (test extra)")
+    import httpx
+
+    engines.get(backend)  # reachable (or skipped / failed as every backend test)
+    references = [f"INV-{i}" for i in range(30)]
+    repeated = references[::6]
+    posts = [*references, *repeated]
+    random.Random(25).shuffle(posts)
+
+    async def load(port: int) -> tuple[list[httpx.Response], list[httpx.Response], Any]:
+        limits = httpx.Limits(max_connections=40)
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=60
+        ) as http:
+            answers = await asyncio.gather(
+                *(http.post("/invoices", json={"reference": r, "customer": "c"}) for r in posts),
+                *(http.post("/orders", json={"item": f"item {i}"}) for i in range(60)),
+            )
+            orders = (await http.get("/orders")).json()
+            workers = {(await http.get("/health")).json()["worker_id"] for _ in range(20)}
+        return answers[: len(posts)], answers[len(posts) :], (orders, workers)
+
+    with engines.fresh_database(backend, "uvicorn") as sync_url:
+        url = sa.make_url(sync_url).set(drivername=SERVED_DRIVERS[backend])
+        server = _Server(url.render_as_string(hide_password=False), _free_port())
+        try:
+            server.wait_started()
+            invoices, posted_orders, (orders, workers) = asyncio.run(load(server.port))
+        finally:
+            server.stop()
+        assert server.group_gone(), "a process of the server's group outlived it"
+
+        log = server.log
+        assert "Traceback" not in log, log
+        assert log.count("Application startup complete.") == 2, log
+        statuses = sorted(a.status_code for a in invoices)
+        assert statuses == [201] * len(references) + [409] * len(repeated), log
+        numbers = sorted(a.json()["id"] for a in invoices if a.status_code == 201)
+        assert numbers == list(range(1000, 1000 + len(references)))  # gapless across workers
+        assert {a.status_code for a in posted_orders} == {201}
+        assert len({o["id"] for o in orders}) == len(orders) == 60
+        assert len({o["public_id"] for o in orders}) == 60
+        assert sorted(o["id"] for o in orders) == sorted(a.json()["id"] for a in posted_orders)
+
+        # each worker leased its own worker id, and gave it back when it stopped
+        t = workers_table(sa.MetaData())
+        check = sa.create_engine(sync_url, poolclass=sa.pool.NullPool)
+        try:
+            with check.connect() as conn:
+                leases = conn.execute(sa.select(t.c.worker_id, t.c.expires_at)).all()
+        finally:
+            check.dispose()
+        assert len(leases) == 2, leases
+        assert workers <= {row.worker_id for row in leases}
+        assert {row.expires_at for row in leases} == {0}, leases
