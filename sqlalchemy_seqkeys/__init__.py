@@ -30,6 +30,7 @@ from .pooled import (
     resync_pooled_sequence,
     resync_pooled_sequence_async,
 )
+from .server_keys import ServerUuid, server_uuid
 from .sequences import (
     SequenceMode,
     TableSequence,
@@ -67,6 +68,7 @@ __all__ = [
     "DecodedSnowflake",
     "PooledSequence",
     "SequenceMode",
+    "ServerUuid",
     "ShardId",
     "Snowflake",
     "SnowflakeLayout",
@@ -93,6 +95,7 @@ __all__ = [
     "reverse_bits",
     "rotate_digits",
     "sequences_table",
+    "server_uuid",
     "shard_of",
     "snowflake_bounds",
     "spanner_shard_column",

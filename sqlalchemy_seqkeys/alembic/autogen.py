@@ -21,10 +21,11 @@ database. With the seqkeys plugin enabled (``autogenerate_plugins`` names
 
 Objects that exist are left alone, so a second run finds nothing. Shard
 columns (:func:`~sqlalchemy_seqkeys.spanner_shard_column`) and
-``server_default=uuidv7()`` render as themselves when ``env.py`` passes
-:func:`render_item` to ``context.configure``. A ``uuidv7()`` server default
-matches the default the server reports for it (PostgreSQL ``uuidv7()``,
-MariaDB ``uuid_v7()``), so ``compare_server_default=True`` finds no change.
+``server_default=uuidv7()`` (or ``server_uuid()``) render as themselves when
+``env.py`` passes :func:`render_item` to ``context.configure``. A ``uuidv7()``
+or ``server_uuid()`` server default matches the default the server reports for
+it (PostgreSQL ``uuidv7()``, MariaDB ``uuid_v7()`` or ``uuid()``), so
+``compare_server_default=True`` finds no change.
 
 Example (``env.py``)::
 
@@ -59,6 +60,7 @@ from sqlalchemy_seqkeys.alembic.ops import (
 from sqlalchemy_seqkeys.bitreverse import BitReversed, BitReversedSequence
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import inexact_collation, read_next_value
+from sqlalchemy_seqkeys.server_keys import ServerUuid
 from sqlalchemy_seqkeys.shard import _ShardComputed
 from sqlalchemy_seqkeys.uuid7_sql import UuidV7
 from sqlalchemy_seqkeys.workers import MARK_COLUMN
@@ -291,10 +293,22 @@ def _default_text(default: Any) -> str | None:
     return re.sub(r"^pg_catalog\.", "", text)
 
 
+#: what servers report for a server_uuid() default, without whitespace
+_SERVER_UUID_DEFAULTS = _UUIDV7_DEFAULTS | {
+    "uuid()",  # MariaDB 10.7-11.6
+    "uuid_to_bin(uuid(),1)",  # MySQL
+    "newsequentialid()",  # SQL Server
+    "generate_uuid()",  # Spanner
+}
+
+
 def _both_uuidv7(conn_col: sa.Column[Any], metadata_col: sa.Column[Any]) -> bool:
     # MariaDB reports UUID_v7() as uuid_v7(), and Alembic compares the default
     # of a CHAR column as a quoted string: a false change without this.
     default = metadata_col.server_default
+    if isinstance(default, sa.DefaultClause) and isinstance(default.arg, ServerUuid):
+        text = _default_text(conn_col.server_default)
+        return text is not None and "".join(text.split()) in _SERVER_UUID_DEFAULTS
     if not (isinstance(default, sa.DefaultClause) and isinstance(default.arg, UuidV7)):
         return False
     return _default_text(conn_col.server_default) in _UUIDV7_DEFAULTS
@@ -335,6 +349,13 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
     ):
         autogen_context.imports.add(IMPORT)
         return "sqlalchemy_seqkeys.uuidv7()"
+    if (
+        type_ == "server_default"
+        and isinstance(obj, sa.DefaultClause)
+        and isinstance(obj.arg, ServerUuid)
+    ):
+        autogen_context.imports.add(IMPORT)
+        return "sqlalchemy_seqkeys.server_uuid()"
     if type_ == "type" and type(obj).__module__.startswith("sqlalchemy_seqkeys."):
         autogen_context.imports.add(IMPORT)
         return False

@@ -1,0 +1,305 @@
+"""``server_uuid()``: the best key the database server mints itself, as a server default.
+
+Declare the key with ``server_default=server_uuid()``; rows inserted without a
+key get one from the server, and the ORM reads it back with ``RETURNING``
+(MariaDB 10.5+, PostgreSQL, SQL Server's ``OUTPUT``, Spanner's ``THEN
+RETURN``)::
+
+    import uuid
+    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+    from sqlalchemy_seqkeys import CombGuid, server_uuid
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Event(Base):
+        __tablename__ = "events"
+        id: Mapped[uuid.UUID] = mapped_column(
+            CombGuid(native_uuid=True), primary_key=True, server_default=server_uuid()
+        )
+
+What it compiles to, by the server the statement is compiled for:
+
+====================  ============================  ======================================
+server                DEFAULT                       the key column's type
+====================  ============================  ======================================
+PostgreSQL 18+        ``uuidv7()``                  ``UUID`` (any ``CombGuid``)
+MariaDB 11.7+         ``UUID_v7()``                 ``UUID`` or ``CHAR(36)``
+MariaDB 10.7 - 11.6   ``UUID()``                    ``UUID``: ``CombGuid(native_uuid=True)``
+MySQL 8.0.13+         ``(UUID_TO_BIN(UUID(), 1))``  ``BINARY(16)``: ``CombGuid(binary=True)``
+SQL Server            ``NEWSEQUENTIALID()``         ``UNIQUEIDENTIFIER`` (any ``CombGuid``)
+Spanner               ``(GENERATE_UUID())``         ``STRING(36)``: ``CombGuid()``
+PostgreSQL < 18,      refused: mint on the client
+SQLite, Oracle        with ``default=new_uuid7``
+====================  ============================  ======================================
+
+Every form but Spanner's grows with time in the order the column sorts:
+MariaDB's ``UUID()`` is a version 1 UUID that MariaDB's own ``UUID`` type
+stores with its time fields swapped to the front; MySQL's swap flag does the
+same into ``BINARY(16)``; ``NEWSEQUENTIALID()`` grows in the order
+``uniqueidentifier`` compares. Spanner's ``GENERATE_UUID()`` is random on
+purpose: Spanner splits a table by key range, and keys that grow with time
+would send every insert to its last split.
+
+A column of the wrong storage (``UUID()`` into ``CHAR(36)`` would sort by the
+UUID's low time bits, not by time) and a server without such a function raise
+:class:`~sqlalchemy_seqkeys.UnsupportedServerFunctionError` when the DDL is
+compiled, before anything is sent, naming the client-side alternative.
+
+**Without a server version** (a dialect that never connected: offline
+``alembic upgrade --sql``, ``CreateTable(...).compile(dialect=...)``) the DDL
+is compiled for the newest server of the dialect: ``uuidv7()`` on PostgreSQL,
+``UUID_v7()`` on a ``mariadb://`` dialect, ``UUID_TO_BIN(UUID(), 1)`` on a
+``mysql://`` one. Generate the SQL of an older server while connected to it
+(or to one of its version).
+
+**Bulk inserts through the ORM.** SQLAlchemy can only batch many rows into
+one ``INSERT .. RETURNING`` when it can tell which returned key belongs to
+which object; a server-minted key cannot tell it, so without help the ORM
+sends one ``INSERT`` a row (correct, slower). Add an
+``orm_insert_sentinel()`` column to the model and ``Session.add_all`` of
+thousands of objects goes out in batches, each key matched to its object.
+"""
+
+from __future__ import annotations
+
+import uuid
+import weakref
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine.interfaces import Dialect
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
+
+from ._dialect import dialect_key, facts
+from .errors import UnsupportedServerFunctionError
+from .types import CombGuid
+from .uuid7_sql import UuidV7
+
+__all__ = ["ServerUuid", "server_uuid"]
+
+#: MariaDB's UUID type came in 10.7; MySQL's DEFAULT (expression) in 8.0.13
+_MARIADB_UUID_TYPE = (10, 7)
+_MYSQL_DEFAULT_EXPRESSIONS = (8, 0, 13)
+
+_CLIENT_SIDE = (
+    "mint the key on the client instead: "
+    "mapped_column(CombGuid(), primary_key=True, default=new_uuid7)"
+)
+
+
+class ServerUuid(FunctionElement[uuid.UUID]):
+    """The SQL expression :func:`server_uuid` returns; compiled per dialect.
+
+    Example::
+
+        >>> isinstance(server_uuid(), ServerUuid)
+        True
+    """
+
+    name = "server_uuid"
+    type = CombGuid()
+    inherit_cache = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        # the column whose server default this is (set when it joins one), so
+        # that the DDL can check the column's storage
+        self._column: weakref.ref[sa.Column[Any]] | None = None
+
+    @property
+    def column(self) -> sa.Column[Any] | None:
+        """The column this is the server default of, once it is attached to one."""
+        return None if self._column is None else self._column()
+
+
+def server_uuid() -> ServerUuid:
+    """A server default that has the server mint the key: the best UUID it has.
+
+    ``uuidv7()`` on PostgreSQL 18+, ``UUID_v7()`` on MariaDB 11.7+, ``UUID()``
+    into MariaDB's ``UUID`` type on 10.7 to 11.6, ``UUID_TO_BIN(UUID(), 1)``
+    on MySQL 8.0.13+, ``NEWSEQUENTIALID()`` on SQL Server, ``GENERATE_UUID()``
+    on Spanner; anywhere else compiling it raises
+    :class:`~sqlalchemy_seqkeys.UnsupportedServerFunctionError`.
+
+    Example::
+
+        >>> from sqlalchemy.dialects import mssql
+        >>> str(server_uuid().compile(dialect=mssql.dialect()))
+        'NEWSEQUENTIALID()'
+    """
+    return ServerUuid()
+
+
+# -- the column it is the default of ---------------------------------------------------
+
+
+@event.listens_for(sa.DefaultClause, "after_parent_attach")
+def _remember_column(clause: sa.DefaultClause, column: sa.Column[Any]) -> None:
+    if isinstance(clause.arg, ServerUuid):
+        # a fresh element per column: one server_uuid() may serve two columns
+        # (and Column._copy shares the clause's arg with the copy)
+        bound = ServerUuid()
+        bound._column = weakref.ref(column)
+        clause.arg = bound
+
+
+def _storage(element: ServerUuid, dialect: Dialect) -> str | None:
+    """The column's type as the DDL writes it (``UUID``, ``BINARY(16)``); None: no column."""
+    column = element.column
+    if column is None:
+        return None
+    spec = dialect.type_compiler_instance.process(column.type, type_expression=column)
+    return " ".join(spec.upper().split())
+
+
+def _refuse(server: str, why: str) -> UnsupportedServerFunctionError:
+    return UnsupportedServerFunctionError(f"server_uuid(): {server} {why}; {_CLIENT_SIDE}")
+
+
+def _wrong_storage(
+    element: ServerUuid,
+    server: str,
+    function: str,
+    storage: str,
+    wanted: str,
+    declare: str,
+    fits: str = "keeps time order only in",
+) -> UnsupportedServerFunctionError:
+    column = element.column
+    where = "the column"
+    if column is not None:
+        table = getattr(column, "table", None)
+        where = (
+            f"column {table.name}.{column.name}" if table is not None else f"column {column.name}"
+        )
+    return UnsupportedServerFunctionError(
+        f"server_uuid(): on {server} the server's key is {function}, which {fits} "
+        f"a {wanted} column, and {where} is {storage}; declare it {declare}, or "
+        f"{_CLIENT_SIDE}"
+    )
+
+
+def _version_text(info: tuple[Any, ...] | None) -> str:
+    return "" if not info else " " + ".".join(str(part) for part in info)
+
+
+def _numbers(info: tuple[Any, ...] | None) -> tuple[int, ...] | None:
+    """The leading numbers of a server version (some servers add words); None: unknown."""
+    if not info:
+        return None
+    numbers = []
+    for part in info:
+        if not isinstance(part, int):
+            break
+        numbers.append(part)
+    return tuple(numbers)
+
+
+# -- per dialect -------------------------------------------------------------------------
+
+
+@compiles(ServerUuid)
+def _compile_elsewhere(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str:
+    name = dialect_key(compiler.dialect)
+    if name == "default":  # str(statement): for reading, never sent to a server
+        return "server_uuid()"
+    server = facts(name).display_name or f"the {name!r} dialect"
+    raise _refuse(server, "has no server function that mints time-ordered UUIDs")
+
+
+@compiles(ServerUuid, "postgresql")
+def _compile_postgresql(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str:
+    # uuidv7_sql knows which PostgreSQL has uuidv7(): one place for that version
+    try:
+        return compiler.process(UuidV7(), **kw)
+    except UnsupportedServerFunctionError as exc:
+        info = compiler.dialect.server_version_info
+        raise _refuse(
+            f"PostgreSQL{_version_text(info)}",
+            "has no time-ordered UUID function (uuidv7() came in 18; gen_random_uuid() "
+            "is random and would scatter the index)",
+        ) from exc
+
+
+def _compile_mysql_family(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str:
+    dialect = compiler.dialect
+    info = dialect.server_version_info
+    version = _numbers(info)
+    storage = _storage(element, dialect)
+    if getattr(dialect, "is_mariadb", False) or dialect.name == "mariadb":
+        server = f"MariaDB{_version_text(info)}"
+        try:
+            function = compiler.process(UuidV7(), **kw)  # 11.7+, or no version known
+        except UnsupportedServerFunctionError:
+            pass
+        else:
+            if storage is not None and storage != "UUID" and not storage.startswith("CHAR(36)"):
+                raise _wrong_storage(
+                    element,
+                    server,
+                    function,
+                    storage,
+                    "UUID or CHAR(36)",
+                    "CombGuid(native_uuid=True) or CombGuid()",
+                )
+            return function
+        if version is not None and version < _MARIADB_UUID_TYPE:
+            raise _refuse(server, "has neither UUID_v7() (11.7) nor the UUID type (10.7)")
+        if storage is not None and storage != "UUID":
+            raise _wrong_storage(
+                element,
+                server,
+                "UUID() (version 1)",
+                storage,
+                "UUID",
+                "CombGuid(native_uuid=True) on MariaDB 10.11.5 or later",
+            )
+        return "UUID()"
+    server = f"MySQL{_version_text(info)}"
+    if version is not None and version < _MYSQL_DEFAULT_EXPRESSIONS:
+        raise _refuse(server, "takes expressions as column defaults from 8.0.13 only")
+    if storage is not None and storage != "BINARY(16)":
+        raise _wrong_storage(
+            element,
+            server,
+            "UUID_TO_BIN(UUID(), 1)",
+            storage,
+            "BINARY(16)",
+            "CombGuid(binary=True)",
+        )
+    # MySQL wraps a function default in parentheses itself: DEFAULT (UUID_TO_BIN(...))
+    return "UUID_TO_BIN(UUID(), 1)"
+
+
+compiles(ServerUuid, "mysql")(_compile_mysql_family)
+compiles(ServerUuid, "mariadb")(_compile_mysql_family)
+
+
+@compiles(ServerUuid, "mssql")
+def _compile_mssql(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str:
+    storage = _storage(element, compiler.dialect)
+    if storage is not None and storage != "UNIQUEIDENTIFIER":
+        raise _wrong_storage(
+            element, "SQL Server", "NEWSEQUENTIALID()", storage, "UNIQUEIDENTIFIER", "CombGuid()"
+        )
+    return "NEWSEQUENTIALID()"
+
+
+@compiles(ServerUuid, "spanner+spanner")  # sqlalchemy-spanner's dialect name
+def _compile_spanner(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str:
+    storage = _storage(element, compiler.dialect)
+    if storage is not None and storage != "STRING(36)":
+        raise _wrong_storage(
+            element,
+            "Spanner",
+            "GENERATE_UUID()",
+            storage,
+            "STRING(36)",
+            "CombGuid()",
+            fits="is text and fits only",
+        )
+    return "GENERATE_UUID()"  # sqlalchemy-spanner puts a default in parentheses itself
