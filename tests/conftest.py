@@ -254,6 +254,9 @@ class AsyncDatabase:
         """A new AsyncEngine on this database (create it inside the running loop)."""
         from sqlalchemy.ext.asyncio import create_async_engine
 
+        if self.backend == "sqlite" and "pool_size" in kwargs:
+            # SQLAlchemy 2.0.28 pools a file with NullPool (2.1: a queue pool): sizes need one
+            kwargs.setdefault("poolclass", sa.pool.AsyncAdaptedQueuePool)
         return create_async_engine(self.url, **kwargs)
 
 
