@@ -306,9 +306,9 @@ __all__ += ["bit_reversed_block", "natively_bit_reversed"]
 
 
 @lru_cache(maxsize=4096)
-def _problem(family_name: str, name: str) -> str | None:
-    engine = _FACTS.get(family_name, _COMMON)
-    shown = engine.display_name or family_name
+def _problem(dialect_name: str, name: str) -> str | None:
+    engine = facts(dialect_name)
+    shown = engine.display_name or family(dialect_name)
     if engine.identifier_bytes is not None and len(name.encode()) > engine.identifier_bytes:
         return (
             f"{shown} identifiers are at most {engine.identifier_bytes} bytes of UTF-8 and "
@@ -338,7 +338,7 @@ def identifier_problem(dialect: Dialect | str, name: str) -> str | None:
         >>> identifier_problem("spanner+spanner", "order_id") is None
         True
     """
-    return _problem(family(dialect), name)
+    return _problem(dialect if isinstance(dialect, str) else dialect.name, name)
 
 
 def check_identifier(
@@ -356,7 +356,8 @@ def check_identifier(
 Spanner: Spanner identifiers must start with an ASCII letter and hold only ASCII letters, \
 digits and underscores. Nothing was sent to the database; choose another name
     """
-    problem = _problem(family(dialect), name)
+    # cached per (dialect, name): minting paths call this for every value
+    problem = _problem(dialect if isinstance(dialect, str) else dialect.name, name)
     if problem is not None:
         shown = facts(dialect).display_name or family(dialect)
         raise error(

@@ -589,20 +589,21 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
                 f"op.create_pooled_sequence({self.name!r}, {self.allocation_size})"
             )
         increment, cycles = found
+        sql_name = identifier_text(conn.dialect, self.name, self.schema)  # as the user types it
         if increment != self.allocation_size:
             raise PooledSequenceMismatchError(
                 f"sequence {self.name!r} has INCREMENT BY {increment} in the database, but "
                 f"pooled_sequence({self.name!r}) declares allocation_size={self.allocation_size}: "
                 f"a block of {self.allocation_size} keys per nextval would overlap the values "
                 "other writers take. Nothing was handed out. Alter the sequence "
-                f"(ALTER SEQUENCE {self.name} INCREMENT BY {self.allocation_size}) or declare "
+                f"(ALTER SEQUENCE {sql_name} INCREMENT BY {self.allocation_size}) or declare "
                 f"allocation_size={increment}"
             )
         if cycles:
             raise PooledSequenceMismatchError(
                 f"sequence {self.name!r} cycles: after its MAXVALUE it would hand out keys "
                 "again. Nothing was handed out. Alter it: "
-                f"ALTER SEQUENCE {self.name} NO CYCLE"
+                f"ALTER SEQUENCE {sql_name} NO CYCLE"
             )
 
     def _check_identifiers(self, dialect: sa.Dialect) -> None:
@@ -808,8 +809,9 @@ def resync_pooled_statements(
     if build is None or not incrementing_sequences(dialect):
         raise InvalidSequenceError(
             f"resyncing a native pooled sequence is done on PostgreSQL and MariaDB, not "
-            f"{dialect.name}; there, move it with ALTER SEQUENCE {name} RESTART WITH "
-            "<MAX(column) + 1> while no writer takes values"
+            f"{dialect.name}; there, move it with ALTER SEQUENCE "
+            f"{identifier_text(dialect, name)} RESTART WITH <MAX(column) + 1> while no writer "
+            "takes values"
         )
     check_identifier(dialect, name, "sequence name", InvalidSequenceError)
     if sequence_schema is not None:

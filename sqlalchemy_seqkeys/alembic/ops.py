@@ -68,10 +68,10 @@ import sqlalchemy as sa
 from alembic.operations import MigrateOperation, Operations
 from sqlalchemy.schema import CreateSequence, DropSequence
 
-from sqlalchemy_seqkeys._dialect import facts, native_sequences
+from sqlalchemy_seqkeys._dialect import check_identifier, facts, native_sequences
 from sqlalchemy_seqkeys.bitreverse import BitReversedSequence, SkipRange
 from sqlalchemy_seqkeys.errors import MigrationError
-from sqlalchemy_seqkeys.sequences.resync import resync_statement
+from sqlalchemy_seqkeys.sequences.resync import check_source_names, resync_statement
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
     NAME_LENGTH,
@@ -447,6 +447,14 @@ class _SequenceOp(_SeqKeysOp):
     first_value: ClassVar[str]
 
 
+def _check_names(operations: Operations, sequence: sa.Sequence) -> None:
+    # e.g. PostgreSQL would cut a name past 63 bytes into another sequence's
+    dialect = operations.get_context().dialect
+    check_identifier(dialect, sequence.name, "sequence name", MigrationError)
+    if sequence.schema is not None:
+        check_identifier(dialect, sequence.schema, "schema", MigrationError)
+
+
 def create_sequence(operations: Operations, operation: _SequenceOp) -> None:
     """Implementation of every ``op.create_..._sequence`` with a native form."""
     if not type(operation).native(operations.get_context().dialect):
@@ -454,6 +462,7 @@ def create_sequence(operations: Operations, operation: _SequenceOp) -> None:
         _insert_row(operations, operation.table, operation.name, first)
         return
     sequence: sa.Sequence = operation.sequence.sequence
+    _check_names(operations, sequence)
     conn = _connection(operations)
     if conn is not None and sa.inspect(conn).has_sequence(sequence.name, sequence.schema):
         raise MigrationError(f"a sequence {operation.name!r} already exists; nothing was created")
@@ -466,6 +475,7 @@ def drop_sequence(operations: Operations, operation: _SequenceOp) -> None:
         _delete_row(operations, operation.table, operation.name)
         return
     sequence: sa.Sequence = operation.sequence.sequence
+    _check_names(operations, sequence)
     conn = _connection(operations)
     if conn is not None and not sa.inspect(conn).has_sequence(sequence.name, sequence.schema):
         raise MigrationError(
@@ -651,6 +661,8 @@ class ResyncTableSequenceOp(_ResyncOp, op_name="resync_table_sequence"):
 
 @implements(ResyncTableSequenceOp)
 def _resync_table_sequence(operations: Operations, operation: ResyncTableSequenceOp) -> None:
+    source = (operation.table_name, operation.column, operation.schema)
+    check_source_names(operations.get_context().dialect, *source)
     conn = _connection(operations)
     table = operation.sequences_table
     _require_table(conn, table, f"resyncing sequence {operation.name!r}")

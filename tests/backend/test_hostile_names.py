@@ -303,6 +303,8 @@ def test_table_sequence_create_mint_resync_drop(
     engine: Engine, setting: dict[str, sa.Table], name: str, mode: str
 ) -> None:
     data, column = data_names(engine)
+    for leftover in (name, twin(name)):  # of a test that failed midway
+        drop_table_sequence(engine, leftover, table=TABLE, checkfirst=True)
     assert create_table_sequence(engine, name, table=TABLE)
     assert create_table_sequence(engine, twin(name), start=100, table=TABLE)
     extra: dict[str, Any] = {
@@ -447,3 +449,26 @@ def test_spanner_refuses_names_its_identifiers_forbid_before_any_io(
             with pytest.raises(SeqKeysError, match="Spanner"):
                 resync_pooled_sequence(engine, "n", table, column, sequences_table=TABLE)
     assert sent == []
+
+
+def test_alembic_operations_refuse_names_over_the_limit_before_any_io(
+    pg_engine: Engine, made: _Made
+) -> None:
+    engine = pg_engine
+    prepare(engine, made)
+    name = "a" * 63 + "1"  # PostgreSQL would create (or drop) "aaa...a", 63 bytes
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        op = Operations(MigrationContext.configure(conn))
+        with statements(engine) as sent:
+            for run in (
+                lambda: op.create_pooled_sequence(name, 10, table=TABLE),
+                lambda: op.drop_pooled_sequence(name, 10, table=TABLE),
+                lambda: op.resync_pooled_sequence(name, DATA, COLUMN, sequences_table=TABLE),
+                lambda: op.create_bit_reversed_sequence(name),
+                lambda: op.drop_bit_reversed_sequence(name),
+                lambda: op.resync_table_sequence("n", DATA + "x" * 50, COLUMN, sequences_table=TABLE),
+            ):
+                with pytest.raises(SeqKeysError, match="63 bytes"):
+                    run()
+        assert sent == []
+        assert not any(n.startswith("aaaa") for n in sa.inspect(conn).get_sequence_names())
