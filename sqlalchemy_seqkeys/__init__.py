@@ -23,6 +23,7 @@ from . import _columns  # noqa: F401 - installs the key-column checks on import
 from . import errors as _errors
 from .bitreverse import BitReversed, BitReversedSequence, bit_reversed_sequence, reverse_bits
 from .comb import CombLayout, comb_timestamp, new_comb
+from .doctor import DoctorFinding, DoctorReport, doctor, doctor_async
 from .errors import *  # noqa: F403 - every error, listed once in errors.__all__
 from .pooled import (
     PooledSequence,
@@ -66,6 +67,8 @@ __all__ = [
     "CombGuidDefault",
     "CombLayout",
     "DecodedSnowflake",
+    "DoctorFinding",
+    "DoctorReport",
     "PooledSequence",
     "SequenceMode",
     "ServerUuid",
@@ -82,6 +85,8 @@ __all__ = [
     "comb_timestamp",
     "create_table_sequence",
     "create_table_sequence_async",
+    "doctor",
+    "doctor_async",
     "drop_table_sequence",
     "drop_table_sequence_async",
     "farm_fingerprint",

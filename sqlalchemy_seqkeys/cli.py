@@ -6,6 +6,7 @@ Example::
     $ seqkeys demo --url postgresql+psycopg://me@db/app   # ... or on your database
     $ seqkeys alembic-init migrations   # an Alembic project from the seqkeys template
     $ seqkeys resync --url sqlite:///app.db --sequence invoice_id --table invoices --column id
+    $ seqkeys doctor --url sqlite:///app.db --models myapp.models:Base   # exit 1 on a problem
 
 The benchmarks are not part of the package: ``python -m benchmarks`` runs
 them from a checkout of the repository.
@@ -23,7 +24,7 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="seqkeys",
-        description="Primary-key strategies for SQLAlchemy: the demo, Alembic and resync.",
+        description="Primary-key strategies for SQLAlchemy: the demo, Alembic, resync and doctor.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -52,6 +53,19 @@ def _parser() -> argparse.ArgumentParser:
         help="the sequences table (default: %(default)s)",
     )
 
+    doctor = commands.add_parser(
+        "doctor",
+        help="check every key column of your models against a live database (exit 1 on a problem)",
+        description="Check key order in the real column types, sequences behind their tables' "
+        "keys or with the wrong INCREMENT BY, the sequences and lease tables, the clocks and "
+        "the server's capabilities. Writes nothing but temporary tables; prints each fix.",
+    )
+    doctor.add_argument("--url", required=True, help="database URL")
+    doctor.add_argument(
+        "--models", required=True, help="module:attribute of a MetaData or a declarative base"
+    )
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+
     init = commands.add_parser(
         "alembic-init", help="create an Alembic project from the seqkeys template"
     )
@@ -78,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command in ("alembic-init", "alembic-template"):
         return _alembic(args)
+    if args.command == "doctor":
+        from .doctor import run_command
+
+        return run_command(args.url, args.models, as_json=args.json)
     return _resync(args)
 
 

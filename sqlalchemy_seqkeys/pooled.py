@@ -138,6 +138,7 @@ __all__ = [
     "MAX_ALLOCATION_SIZE",
     "PooledSequence",
     "pooled_sequence",
+    "read_sequence_catalog",
     "resync_pooled_sequence",
     "resync_pooled_sequence_async",
     "resync_pooled_statements",
@@ -237,6 +238,17 @@ _CATALOGS: dict[str | None, Callable[[sa.Connection, sa.Sequence], _Found]] = {
     "sys_sequences": _mssql_catalog,
     "all_sequences": _oracle_catalog,
 }
+
+
+def read_sequence_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
+    """A native sequence's ``INCREMENT BY`` and whether it cycles, as the catalog says.
+
+    None where there is no such sequence, or the engine's catalog is not known
+    here (``facts(dialect).sequence_catalog`` is None). Reads only.
+    """
+    read = _CATALOGS.get(facts(conn.dialect).sequence_catalog)
+    return None if read is None else read(conn, sequence)
+
 
 #: what each engine says when a sequence has no value left (PostgreSQL's
 #: SQLSTATE; MariaDB ER_SEQUENCE_RUN_OUT; Oracle ORA-08004; SQL Server 11728)

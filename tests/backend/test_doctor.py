@@ -1,0 +1,371 @@
+"""seqkeys doctor on every engine: healthy databases pass, each planted problem is found.
+
+Each test works in a fresh database of its own. The planted problems: COMB keys
+in a column type that does not sort them (MariaDB's UUID; a COMB layout the
+engine does not sort by elsewhere), a table sequence behind its table's rows, a
+pooled native sequence whose INCREMENT BY is not the allocation size (a pooled
+sequence behind its rows where the engine has no native sequences), and a
+worker-lease table of version 0.1 (no high_water_ms). The CLI exits 1 on each,
+0 on the healthy database; doctor writes nothing (the row counts and sequence
+values are the same after it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from sqlalchemy_seqkeys import (
+    CombGuid,
+    DoctorReport,
+    TableSequence,
+    comb_guid,
+    doctor,
+    doctor_async,
+    new_uuid7,
+    pooled_sequence,
+    sequences_table,
+    workers_table,
+)
+from sqlalchemy_seqkeys._dialect import incrementing_sequences
+from sqlalchemy_seqkeys.cli import main
+from tests.conftest import ASYNC_DRIVERS, ENGINE_NAMES
+
+pytestmark = pytest.mark.backend
+
+ROWS = 5
+
+
+@dataclass
+class Models:
+    metadata: sa.MetaData
+    orders: sa.Table  # TableSequence
+    items: sa.Table  # pooled_sequence
+    events: sa.Table  # comb_guid
+    notes: sa.Table  # new_uuid7
+    invoice_no: TableSequence
+    item_id: Any
+
+
+def make_models(metadata: sa.MetaData | None = None) -> Models:
+    metadata = metadata or sa.MetaData()
+    invoice_no = TableSequence("doc_invoice_no", mode="batch", batch_size=10)
+    item_id = pooled_sequence("doc_item_id", 10)
+    big = sa.BigInteger()
+    orders = sa.Table(
+        "doc_orders", metadata, sa.Column("id", big, primary_key=True, default=invoice_no)
+    )
+    items = sa.Table("doc_items", metadata, sa.Column("id", big, primary_key=True, default=item_id))
+    events = sa.Table(
+        "doc_events", metadata, sa.Column("id", CombGuid(), primary_key=True, default=comb_guid)
+    )
+    notes = sa.Table(
+        "doc_notes", metadata, sa.Column("id", CombGuid(), primary_key=True, default=new_uuid7)
+    )
+    workers_table(metadata, "doc_workers")
+    sequences_table(metadata)
+    return Models(metadata, orders, items, events, notes, invoice_no, item_id)
+
+
+def create(engine: Engine, models: Models) -> None:
+    models.metadata.create_all(engine)
+    models.invoice_no.create(engine, checkfirst=True)
+    models.item_id.create(engine, checkfirst=True)
+    with engine.begin() as conn:
+        for table in (models.orders, models.items, models.events, models.notes):
+            for _ in range(ROWS):
+                conn.execute(sa.insert(table))
+
+
+@pytest.fixture(params=ENGINE_NAMES)
+def fresh(request: pytest.FixtureRequest, engines: Any) -> Iterator[tuple[Engine, str]]:
+    """A new, empty database on each engine: (engine, url)."""
+    name = request.param
+    with engines.fresh_database(name, "doctor") as url:
+        engine = sa.create_engine(url)
+        if name == "spanner":
+            from tests._emulator import configure_engine
+
+            configure_engine(engine)
+        try:
+            yield engine, url
+        finally:
+            engine.dispose()
+
+
+def write_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> str:
+    """A models module for --models (the test's own, on sys.path); returns module:attr."""
+    module = f"doctor_models_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return f"{module}:metadata"
+
+
+MODELS_SOURCE = """
+import sqlalchemy as sa
+from tests.backend.test_doctor import make_models
+
+metadata = make_models().metadata
+"""
+
+
+def cli(url: str, models: str, *extra: str) -> int:
+    return main(["doctor", "--url", url, "--models", models, *extra])
+
+
+def problems(report: DoctorReport) -> list[tuple[str, str]]:
+    return [(f.check, f.subject) for f in report.problems]
+
+
+def counts(engine: Engine, models: Models) -> list[int | None]:
+    with engine.connect() as conn:
+        return [
+            conn.scalar(sa.select(sa.func.count()).select_from(t))
+            for t in (models.orders, models.items, models.events, models.notes)
+        ]
+
+
+def test_healthy_database(
+    fresh: tuple[Engine, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    engine, url = fresh
+    models = make_models()
+    create(engine, models)
+    report = doctor(engine, models.metadata)
+    assert report.healthy, report.format()
+    checks = {(f.check, f.subject): f.status for f in report.findings}
+    ordered = engine.dialect.name != "spanner+spanner"
+    assert checks[("order", "doc_events.id")] == ("ok" if ordered else "skipped")
+    assert checks[("order", "doc_notes.id")] == ("ok" if ordered else "skipped")
+    assert checks[("behind", "doc_orders.id")] == "ok"
+    assert checks[("behind", "doc_items.id")] == "ok"
+    assert checks[("schema", "table doc_workers")] == "ok"
+    assert ("clock", "server") in checks
+    before = counts(engine, models)
+
+    models_arg = write_models(tmp_path, monkeypatch, MODELS_SOURCE)
+    capsys.readouterr()
+    assert cli(url, models_arg) == 0
+    out = capsys.readouterr().out
+    assert "healthy: no problem found" in out
+    assert cli(url, models_arg, "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["healthy"] is True
+    assert {f["check"] for f in data["findings"]} >= {"behind", "schema", "clock", "capabilities"}
+    assert counts(engine, models) == before  # doctor wrote nothing
+    with engine.connect() as conn:  # and dropped its temporary table
+        assert not sa.inspect(conn).has_table("seqkeys_doctor_order")
+
+
+def test_table_sequence_behind_its_rows(
+    fresh: tuple[Engine, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    engine, url = fresh
+    models = make_models()
+    create(engine, models)
+    with engine.begin() as conn:  # an import with its own keys
+        conn.execute(sa.insert(models.orders).values(id=10_000))
+    report = doctor(engine, models.metadata)
+    assert problems(report) == [("behind", "doc_orders.id")]
+    (finding,) = report.problems
+    assert finding.details["max_key"] == 10_000
+    assert finding.fix is not None
+    assert finding.fix.startswith("seqkeys resync --url ")
+    assert "--sequence doc_invoice_no --table doc_orders --column id" in finding.fix
+    models_arg = write_models(tmp_path, monkeypatch, MODELS_SOURCE)
+    assert cli(url, models_arg) == 1
+    assert "1 problem found" in capsys.readouterr().out
+
+    # the printed fix fixes it (doctor itself never moves a sequence)
+    assert main(finding.fix.replace(url_hidden(engine), url).split()[1:]) == 0
+    assert doctor(engine, models.metadata).healthy
+
+
+def url_hidden(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
+
+
+def test_pooled_sequence_with_the_wrong_increment(
+    fresh: tuple[Engine, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine, url = fresh
+    models = make_models()
+    create(engine, models)
+    models_arg = write_models(tmp_path, monkeypatch, MODELS_SOURCE)
+    if incrementing_sequences(engine.dialect):
+        with engine.begin() as conn:  # made by hand, INCREMENT BY 1
+            conn.execute(sa.schema.DropSequence(models.item_id.sequence))
+            conn.execute(sa.schema.CreateSequence(sa.Sequence("doc_item_id", start=1000)))
+        report = doctor(engine, models.metadata)
+        assert problems(report) == [("behind", "sequence doc_item_id")]
+        assert report.problems[0].details == {"increment": 1, "allocation_size": 10}
+        fix = report.problems[0].fix or ""
+        assert "INCREMENT BY 10" in fix
+        assert cli(url, models_arg) == 1
+        with engine.begin() as conn:  # the printed fix (doctor never alters a sequence)
+            conn.exec_driver_sql(fix.partition(" (or declare")[0])
+        assert doctor(engine, models.metadata).healthy
+    else:  # no native sequences here: the pooled sequence's row, behind its table's keys
+        with engine.begin() as conn:
+            conn.execute(sa.insert(models.items).values(id=5_000))
+        report = doctor(engine, models.metadata)
+        assert problems(report) == [("behind", "doc_items.id")]
+        assert cli(url, models_arg) == 1
+
+
+def test_pooled_native_sequence_behind_its_rows(pg_or_mariadb: tuple[Engine, str]) -> None:
+    engine, _ = pg_or_mariadb
+    models = make_models()
+    create(engine, models)
+    with engine.begin() as conn:
+        conn.execute(sa.insert(models.items).values(id=50_000))
+    report = doctor(engine, models.metadata)
+    assert problems(report) == [("behind", "doc_items.id")]
+    assert "resync_pooled_sequence(engine, 'doc_item_id', 'doc_items', 'id')" in (
+        report.problems[0].fix or ""
+    )
+
+
+@pytest.fixture(params=["postgresql", "postgresql18", "mysql"])
+def pg_or_mariadb(request: pytest.FixtureRequest, engines: Any) -> Iterator[tuple[Engine, str]]:
+    with engines.fresh_database(request.param, "doctor") as url:
+        engine = sa.create_engine(url)
+        try:
+            yield engine, url
+        finally:
+            engine.dispose()
+
+
+def test_stale_lease_table(
+    fresh: tuple[Engine, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine, url = fresh
+    models = make_models()
+    stale = sa.MetaData()
+    sa.Table(  # version 0.1's lease table: no high_water_ms
+        "doc_workers",
+        stale,
+        sa.Column("worker_id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("owner", sa.String(64), nullable=False),
+        sa.Column("expires_at", sa.BigInteger, nullable=False),
+    )
+    stale.create_all(engine)
+    create(engine, models)  # the other tables (create_all leaves doc_workers as it is)
+    report = doctor(engine, models.metadata)
+    assert problems(report) == [("schema", "table doc_workers")]
+    assert report.problems[0].fix == "in a migration: op.upgrade_worker_lease_table('doc_workers')"
+    assert cli(url, write_models(tmp_path, monkeypatch, MODELS_SOURCE)) == 1
+
+
+COMB_AT_END_SOURCE = """
+import sqlalchemy as sa
+from sqlalchemy_seqkeys import CombGuid, comb_guid
+from tests.backend.test_doctor import make_models
+
+metadata = make_models().metadata
+sa.Table(
+    "doc_misordered", metadata,
+    sa.Column("id", CombGuid(), primary_key=True, default=comb_guid.with_layout("at_end")),
+)
+"""
+
+
+def test_comb_keys_the_column_does_not_sort(
+    fresh: tuple[Engine, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MariaDB: COMB keys in its native UUID type; elsewhere a layout the engine does not sort."""
+    engine, url = fresh
+    if engine.dialect.name == "spanner+spanner":
+        pytest.skip("Spanner: no order is promised, so none is checked (see the healthy test)")
+    models = make_models()
+    create(engine, models)
+    if getattr(engine.dialect, "is_mariadb", False):
+        with engine.begin() as conn:  # a migration made by hand: the key column became UUID
+            conn.exec_driver_sql("ALTER TABLE doc_events MODIFY id UUID NOT NULL")
+        models_arg = write_models(tmp_path, monkeypatch, MODELS_SOURCE)
+        subject = "doc_events.id"
+        metadata = models.metadata
+    else:
+        models_arg = write_models(tmp_path, monkeypatch, COMB_AT_END_SOURCE)
+        module = __import__(models_arg.partition(":")[0])
+        metadata = module.metadata
+        metadata.tables["doc_misordered"].create(engine)
+        subject = "doc_misordered.id"
+    report = doctor(engine, metadata)
+    assert problems(report) == [("order", subject)]
+    finding = report.problems[0]
+    assert finding.details["out_of_order"] > 100  # of 1,000
+    assert cli(url, models_arg) == 1
+
+
+@pytest.mark.parametrize("label", list(ASYNC_DRIVERS))
+def test_async_twin(label: str, engines: Any) -> None:
+    sync_name, drivername, module = ASYNC_DRIVERS[label]
+    pytest.importorskip(module)
+    models = make_models()
+    with engines.fresh_database(sync_name, "doctor_async") as url:
+        sync = sa.create_engine(url)
+        try:
+            create(sync, models)
+        finally:
+            sync.dispose()
+
+        async def main_() -> DoctorReport:
+            from sqlalchemy.ext.asyncio import create_async_engine
+
+            engine = create_async_engine(sa.make_url(url).set(drivername=drivername))
+            try:
+                return await doctor_async(engine, models.metadata)
+            finally:
+                await engine.dispose()
+
+        report = asyncio.run(main_())
+    assert report.healthy, report.format()
+    assert {f.check for f in report.findings} >= {"order", "behind", "schema", "clock"}
+
+
+def test_the_cli_refuses_what_it_cannot_load(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--url", "sqlite://", "--models", "no_such_module_x:metadata"]) == 2
+    assert "cannot load --models" in capsys.readouterr().err
+    assert main(["doctor", "--url", "sqlite://", "--models", f"{__name__}:ROWS"]) == 2
+    assert "MetaData or a declarative base" in capsys.readouterr().err
+    assert sys.modules[__name__].ROWS == ROWS
+
+
+@pytest.mark.parametrize("name", ["postgresql18", "mysql"])
+def test_server_minted_keys_are_checked_in_order(name: str, engines: Any) -> None:
+    from sqlalchemy_seqkeys import server_uuid
+
+    metadata = sa.MetaData()
+    sa.Table(
+        "doc_server",
+        metadata,
+        sa.Column("id", CombGuid(native_uuid=True), primary_key=True, server_default=server_uuid()),
+    )
+    with engines.fresh_database(name, "doctor") as url:
+        engine = sa.create_engine(url)
+        try:
+            metadata.create_all(engine)
+            report = doctor(engine, metadata)
+        finally:
+            engine.dispose()
+    assert report.healthy, report.format()
+    (order,) = [f for f in report.findings if f.check == "order"]
+    assert order.status == "ok"
+    assert order.message.startswith("1000 keys of server_uuid() sort in minting order")
