@@ -466,7 +466,9 @@ def test_alembic_operations_refuse_names_over_the_limit_before_any_io(
                 lambda: op.resync_pooled_sequence(name, DATA, COLUMN, sequences_table=TABLE),
                 lambda: op.create_bit_reversed_sequence(name),
                 lambda: op.drop_bit_reversed_sequence(name),
-                lambda: op.resync_table_sequence("n", DATA + "x" * 50, COLUMN, sequences_table=TABLE),
+                lambda: op.resync_table_sequence(
+                    "n", DATA + "x" * 50, COLUMN, sequences_table=TABLE
+                ),
             ):
                 with pytest.raises(SeqKeysError, match="63 bytes"):
                     run()
