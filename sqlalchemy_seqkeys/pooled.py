@@ -804,7 +804,15 @@ def resync_pooled_statements(
     MariaDB: the new value into a session variable, then ``SETVAL``, which
     never moves back. Run them in order, in one transaction; the last one
     returns the value set, or NULL (no row on PostgreSQL) when nothing moved.
-    Raises :class:`~sqlalchemy_seqkeys.InvalidSequenceError` on other engines.
+    Raises :class:`~sqlalchemy_seqkeys.InvalidSequenceError` on other engines,
+    and for a name the engine cannot hold (PostgreSQL: past 63 bytes).
+
+    Each name is an identifier quoted by the compiler where it is SQL text,
+    and a bound value where a function takes a name (``setval``'s regclass,
+    MariaDB's dynamic ``SETVAL``): ``q%x`` and ``q%%x`` stay two sequences.
+    ``schema_translate_map`` is the map of the connection that will run them:
+    identifiers follow that connection's map, as in any statement; the
+    sequence's name as a value is translated here.
 
     Example::
 
