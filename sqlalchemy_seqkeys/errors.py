@@ -46,6 +46,7 @@ __all__ = [
     "SequencesTableNotFoundError",
     "TimestampOutOfRangeError",
     "UnsupportedServerFunctionError",
+    "WorkerLeaseDatabaseError",
     "WorkerLeaseLostError",
 ]
 
@@ -220,6 +221,16 @@ class WorkerLeaseLostError(SeqKeysError):
     Another process may now hold the id, so the snowflake generator that uses
     it stops minting. Example: take a new ``WorkerLease`` and a new
     ``Snowflake``.
+    """
+
+
+class WorkerLeaseDatabaseError(SeqKeysError):
+    """The database failed while a worker-id lease was claimed, renewed or released.
+
+    The driver's error is the ``__cause__``. Nothing was minted with a lease
+    that was not held. Example: a forked child's first id claims a lease of its
+    own, and the server refuses the connection ("too many clients"): the call
+    raises this, and a later call claims again (after a backoff of up to 30 s).
     """
 
 

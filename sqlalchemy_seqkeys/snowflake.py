@@ -335,10 +335,18 @@ class _Wait(Exception):  # noqa: N818 - a signal inside the slow path, never see
     lock held.
     """
 
-    def __init__(self, seconds: float = 0.0, *, extend_to_ms: int = -1, floor: bool = False):
+    def __init__(
+        self,
+        seconds: float = 0.0,
+        *,
+        extend_to_ms: int = -1,
+        floor: bool = False,
+        rebind: bool = False,
+    ):
         self.seconds = seconds
         self.extend_to_ms = extend_to_ms
         self.floor = floor
+        self.rebind = rebind  # the generator takes a new lease (see _Core.relinquished)
 
 
 def _pause(seconds: float) -> None:
@@ -379,6 +387,9 @@ class _Core:
     minter: Callable[[Callable[[], int]], Callable[[], int]]
     stop: Callable[[Callable[[], int] | None], int]
     last_ms_of: Callable[[int], int]
+    #: True once the implicit lease of a forked child was found lost: the
+    #: generator's next call claims a new one (never mints here again)
+    relinquished: Callable[[], bool]
 
     def _build(self, after_tick: int) -> None:
         layout = self.layout
@@ -422,6 +433,20 @@ class _Core:
         last = after_tick
         halted = False  # stop() was called: no id of a later tick from here
         forward: Callable[[], int] | None = None  # where calls go once halted (a rebind)
+        reclaims = lease is not None and lease._reclaimable
+        given_up = False  # see relinquished
+
+        def assert_held() -> None:
+            # Raises if the lease may be gone. An implicit lease of a forked
+            # child is then given up: this call raises, the next leases anew.
+            nonlocal state, halted, given_up
+            assert lease is not None
+            try:
+                lease._assert_held()
+            except WorkerLeaseLostError:
+                if reclaims and not lease._closed.is_set():
+                    state, halted, given_up = stopped, True, True
+                raise
 
         def slow(deadline: float) -> int:
             # Under the lock: a new tick, a used-up tick, a clock step, a lease.
@@ -430,8 +455,10 @@ class _Core:
             if halted:
                 if forward is not None:
                     raise _Wait()  # the caller goes to the generator's new binding
+                if given_up:
+                    raise _Wait(rebind=True)
                 if lease is not None:
-                    lease._assert_held()  # says why (closed, lost)
+                    assert_held()  # says why (closed, lost)
                 raise WorkerLeaseLostError("this generator was stopped; bind it again")
             while True:
                 t = clock()  # read anew under the lock: every earlier holder read before
@@ -452,7 +479,7 @@ class _Core:
                     continue
                 if lease is not None:
                     # After the clock was read: a pause before this line shows here.
-                    lease._assert_held()
+                    assert_held()
                     if now <= floor:
                         if deadline and monotonic() >= deadline:
                             raise _floor_error(lease, last_ms_of(floor), t)
@@ -475,7 +502,7 @@ class _Core:
 
         acquire, release = lock.acquire, lock.release
 
-        def slow_locked() -> int:
+        def slow_locked(on_fork: Callable[[], int]) -> int:
             deadline = 0.0
             while True:
                 acquire()
@@ -488,6 +515,8 @@ class _Core:
                 # Outside the lock: the wait may hand an event loop to other tasks.
                 if forward is not None:
                     return forward()
+                if pending.rebind:
+                    return on_fork()
                 if pending.extend_to_ms >= 0:
                     assert lease is not None
                     lease._extend_mark(pending.extend_to_ms)
@@ -516,7 +545,7 @@ class _Core:
                         value = next(s[2])
                         if value <= s[3]:
                             return value
-                    return slow_locked()
+                    return slow_locked(on_fork)
 
             else:  # free-threaded Python: itertools.count is not atomic there
 
@@ -533,7 +562,7 @@ class _Core:
                                 return value
                     finally:
                         release()
-                    return slow_locked()
+                    return slow_locked(on_fork)
 
             return mint
 
@@ -552,6 +581,7 @@ class _Core:
         self.minter = minter
         self.stop = stop
         self.last_ms_of = last_ms_of
+        self.relinquished = lambda: given_up
 
 
 def _floor_error(lease: _Lease[Any], floor_ms: int, t: int) -> ClockSkewError:
@@ -855,12 +885,13 @@ class Snowflake:
     # -- fork ------------------------------------------------------------------
 
     def _after_fork(self) -> int:
-        # The first call in a forked child (or every call, if it must refuse).
-        # The threads of the child that race here take turns; the first one
-        # rebinds the generator, the others find it done.
+        # The first call in a forked child (or every call, if it must refuse),
+        # and the call after a child's implicit lease was lost. The threads
+        # that race here take turns; the first one rebinds the generator, the
+        # others find it done.
         with _fork.process_lock(_bind_locks):
             core = self._core
-            if core is not None and core.token != _fork.process_token():
+            if core is not None and (core.token != _fork.process_token() or core.relinquished()):
                 self._rebind_in_child(core)
         return self._mint()
 

@@ -95,6 +95,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sys
 import threading
 import time
@@ -116,6 +117,7 @@ from .errors import (
     LeaseTableOutdatedError,
     NoWorkerIdError,
     SeqKeysError,
+    WorkerLeaseDatabaseError,
     WorkerLeaseLostError,
 )
 from .sequences.table import library_table
@@ -148,6 +150,45 @@ _lease_clock = _suspend_counting_clock()
 #: the engine a lease talks to: an Engine, or an AsyncEngine
 _E = TypeVar("_E")
 _lease_locks: dict[int, threading.Lock] = {}
+_log = logging.getLogger(__name__)
+#: a forked child whose own lease could not be claimed tries again after this
+#: wait, doubled at each failure up to the second bound (seconds)
+_RECLAIM_BACKOFF_S = (0.1, 30.0)
+
+
+def _db_errors(engine: object) -> tuple[type[BaseException], ...]:
+    """What a lease's database work on ``engine`` fails with.
+
+    SQLAlchemy's errors; the driver's own, which SQLAlchemy lets through in a
+    few places (an isolation-level switch on a dropped connection); socket and
+    timeout errors; Google's API errors (Spanner's client raises them bare).
+    """
+    errors: list[type[BaseException]] = [sa.exc.SQLAlchemyError, OSError]
+    error = getattr(getattr(getattr(engine, "dialect", None), "dbapi", None), "Error", None)
+    if isinstance(error, type) and issubclass(error, Exception):
+        errors.append(error)
+    google = sys.modules.get("google.api_core.exceptions")
+    if google is not None:
+        errors.append(google.GoogleAPIError)
+    return tuple(errors)
+
+
+def _is_disconnect(conn: sa.Connection, exc: BaseException) -> bool:
+    """True if ``exc`` says the server dropped ``conn``."""
+    if isinstance(exc, sa.exc.DBAPIError):
+        return exc.connection_invalidated
+    dialect = conn.dialect
+    error = getattr(dialect.dbapi, "Error", None)
+    if not (isinstance(error, type) and isinstance(exc, error)):
+        return False
+    return bool(dialect.is_disconnect(exc, None, None))  # type: ignore[arg-type]
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of a database error, as the driver put it."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line if len(line) <= 300 else line[:297] + "..."
 
 
 class server_now_ms(FunctionElement[int]):  # noqa: N801 - reads like the SQL function it is
@@ -194,6 +235,11 @@ class _Lease(Generic[_E]):
     """
 
     _is_worker_lease = True  # how snowflake.py, which imports no SQLAlchemy, knows one
+
+    @property
+    def _reclaimable(self) -> bool:
+        """True if a generator bound to this lease may claim a new one once it is lost."""
+        return False
 
     ttl: float
     max_worker_id: int
@@ -258,6 +304,27 @@ class _Lease(Generic[_E]):
         if self._worker_id is None:
             raise self._unclaimed_error()
         return self._worker_id
+
+    def _database_error(self, exc: BaseException) -> WorkerLeaseDatabaseError:
+        return WorkerLeaseDatabaseError(
+            f"could not claim a worker id in {self.table.name!r}: the database failed "
+            f"({_reason(exc)}); nothing was minted. Check that the server is up and accepts "
+            "connections (max_connections, the pool's size), then claim again"
+        )
+
+    def _release_failed(self, exc: BaseException) -> None:
+        # A close that cannot reach the server is not an error of the caller's:
+        # the row simply expires (as after a crash), keeping its mark.
+        _log.warning(
+            "could not release worker id %s in %r (%s); the lease is closed here and its "
+            "row expires by itself at most ttl=%g s after its last renewal, keeping its "
+            "high-water mark for the next holder",
+            self._worker_id,
+            self.table.name,
+            _reason(exc),
+            self.ttl,
+            exc_info=exc,
+        )
 
     def _unclaimed_error(self) -> NoWorkerIdError:
         return NoWorkerIdError(
@@ -515,6 +582,17 @@ class _Lease(Generic[_E]):
             and _lease_clock() < self._valid_until
         )
 
+    def _usable(self) -> bool:
+        """In the process that claimed it: not lost, not closed, renewed in time, and
+        its generators still on it."""
+        core = self._core
+        return (
+            self._lost is None
+            and not self._closed.is_set()
+            and _lease_clock() < self._valid_until
+            and (core is None or not core.relinquished())
+        )
+
     def _lost_error(self) -> WorkerLeaseLostError:
         if self._lost is not None:
             reason = self._lost
@@ -603,11 +681,16 @@ class WorkerLease(_Lease[sa.Engine]):
     def _open(self) -> None:
         self._root = self
         self._children: dict[int, WorkerLease] = {}
+        #: process token -> when a forked child may claim again, the last wait, its error
+        self._retries: dict[int, tuple[float, float, SeqKeysError]] = {}
         self._renew_lock = threading.Lock()
-        if self.create_table:
-            self.table.create(self.engine, checkfirst=True)
-        with self.engine.connect() as conn:
-            self._claim_in(conn)
+        try:
+            if self.create_table:
+                self.table.create(self.engine, checkfirst=True)
+            with self.engine.connect() as conn:
+                self._claim_in(conn)
+        except _db_errors(self.engine) as exc:
+            raise self._database_error(exc) from exc
         self._thread = threading.Thread(
             target=self._renew_loop, name=f"seqkeys-lease-{self.worker_id}", daemon=True
         )
@@ -671,18 +754,33 @@ class WorkerLease(_Lease[sa.Engine]):
 
             lease.close()
         """
-        if self._closed.is_set():
+        if self._closed.is_set() or not self._in_owner_process():
+            # Closed, or a forked child's copy: the parent still owns the row (and
+            # the Event's lock may have been held by a parent's thread at the fork).
             return
         self._closed.set()
         self._valid_until = 0.0
-        if not self._in_owner_process():
-            return  # a forked child's copy: the parent still owns the row
         mark = self._release_mark()
         try:
-            with self._renew_lock, self.engine.connect() as conn:
-                self._release_in(conn, mark)
+            with self._renew_lock:
+                self._release(mark)
+        except _db_errors(self.engine) as exc:
+            self._release_failed(exc)
         finally:
             self._thread.join(timeout=1)
+
+    def _release(self, mark: int) -> None:
+        # A connection the server dropped while it sat in the pool fails once
+        # and is invalidated: the release goes through on a new one.
+        for attempt in (1, 2):
+            with self.engine.connect() as conn:
+                try:
+                    self._release_in(conn, mark)
+                    return
+                except _db_errors(self.engine) as exc:
+                    if attempt == 2 or not _is_disconnect(conn, exc):
+                        raise
+                    conn.invalidate()
 
     def for_child(self) -> WorkerLease:
         """The lease of the current process: after a fork, one claimed for it (once).
@@ -706,19 +804,71 @@ class WorkerLease(_Lease[sa.Engine]):
             return root
         with _fork.process_lock(_lease_locks):
             lease = root._children.get(token)
-            if lease is None:
-                self.engine.dispose(close=False)
-                same = {key: getattr(self, key) for key in _SETTINGS}
-                lease = WorkerLease(
-                    self.engine, table=self.table.name, create_table=False, clock=clock, **same
-                )
-                lease._root = root
-                root._children[token] = lease
+            if lease is not None and (lease._usable() or lease._closed.is_set()):
+                return lease  # usable, or closed by the application: it stays closed
+            return root._claim_for_child(token, lease, clock)
+
+    @property
+    def _reclaimable(self) -> bool:
+        # A lease claimed implicitly in a forked child: claimed anew once lost.
+        return self._root is not self
+
+    def _claim_for_child(
+        self, token: int, lost: WorkerLease | None, clock: Callable[[], int]
+    ) -> WorkerLease:
+        """A new lease for the forked process ``token``, in place of ``lost`` (if any)."""
+        retry = self._retries.get(token)
+        if retry is not None and time.monotonic() < retry[0]:
+            # Not yet: a server that refused a moment ago is not asked again at once.
+            last = retry[2]
+            raise _child_claim_error(last, retry[0] - time.monotonic(), again=True) from (
+                last.__cause__ or last
+            )
+        floor_ms, lost_worker = -1, None
+        if lost is None:
+            self.engine.dispose(close=False)  # SQLAlchemy's rule in a forked child
+        else:
+            # Its generators stop first; a claim of the same worker id (its row
+            # deleted, or released below) starts past the ids it minted.
+            floor_ms, lost_worker = lost._release_mark(), lost._worker_id
+            lost.close()
+            del self._children[token]
+        same = {key: getattr(self, key) for key in _SETTINGS}
+        try:
+            lease = WorkerLease(
+                self.engine, table=self.table.name, create_table=False, clock=clock, **same
+            )
+        except SeqKeysError as exc:
+            wait = _RECLAIM_BACKOFF_S[0] if retry is None else retry[1] * 2
+            wait = min(wait, _RECLAIM_BACKOFF_S[1])
+            self._retries[token] = (time.monotonic() + wait, wait, exc)
+            raise _child_claim_error(exc, wait) from (exc.__cause__ or exc)
+        self._retries.pop(token, None)
+        if lease._worker_id == lost_worker:
+            lease._floor_ms = max(lease._floor_ms, floor_ms)
+        lease._root = self
+        self._children[token] = lease
         return lease
 
 
 #: the arguments a lease keeps as its attributes
 _SETTINGS = ("ttl", "max_worker_id", "max_skew", "max_wait")
+
+
+def _child_claim_error(exc: SeqKeysError, retry_in: float, again: bool = False) -> SeqKeysError:
+    """``exc`` (a failed claim in a forked child) saying when the next call claims again.
+
+    ``again``: raised from the backoff, without asking the database.
+    """
+    when = "the last claim failed, and is not tried again yet" if again else "it failed"
+    message = (
+        f"this process, forked from the holder of a WorkerLease, needs a worker id of its "
+        f"own and {when}: {exc} (a call from {retry_in:.1f} s on claims again)"
+    )
+    try:
+        return type(exc)(message)
+    except TypeError:  # pragma: no cover - an error class with other arguments
+        return WorkerLeaseDatabaseError(message)
 
 
 class AsyncWorkerLease(_Lease["AsyncEngine"]):
@@ -800,15 +950,22 @@ class AsyncWorkerLease(_Lease["AsyncEngine"]):
         # The twin pool shares the engine's dialect, which learns the server
         # (schema, version, modes) on the engine's first connection: let that
         # happen on the engine itself, where concurrent first connects wait for it.
-        async with self.engine.connect():
-            pass
+        try:
+            async with self.engine.connect():
+                pass
+        except _db_errors(self.engine) as exc:
+            self._closed.set()
+            raise self._database_error(exc) from exc
         self._db, self._own_db = _twin(self.engine)
         try:
-            if self.create_table:
-                async with self._db.begin() as conn:
-                    await conn.run_sync(self.table.create, checkfirst=True)
-            async with self._db.connect() as conn:
-                await conn.run_sync(self._claim_in)
+            try:
+                if self.create_table:
+                    async with self._db.begin() as conn:
+                        await conn.run_sync(self.table.create, checkfirst=True)
+                async with self._db.connect() as conn:
+                    await conn.run_sync(self._claim_in)
+            except _db_errors(self.engine) as exc:
+                raise self._database_error(exc) from exc
         except BaseException:
             self._closed.set()
             if self._own_db:
@@ -911,12 +1068,12 @@ class AsyncWorkerLease(_Lease["AsyncEngine"]):
 
             await lease.close()
         """
-        if self._closed.is_set():
-            return
+        if self._closed.is_set() or not self._in_owner_process():
+            return  # closed, or a forked child's copy: the parent owns the row
         self._closed.set()
         self._valid_until = 0.0
-        if not self._in_owner_process() or self._db is None:
-            return  # never started, or a forked child's copy: the parent owns the row
+        if self._db is None:
+            return  # never started
         db = self._db
         try:
             task = self._task
@@ -927,14 +1084,29 @@ class AsyncWorkerLease(_Lease["AsyncEngine"]):
             if self._worker_id is not None:
                 mark = self._release_mark()
                 assert self._renew_lock is not None
-                async with self._renew_lock, db.connect() as conn:
-                    await conn.run_sync(self._release_in, mark)
+                try:
+                    async with self._renew_lock:
+                        await self._release(db, mark)
+                except _db_errors(self.engine) as exc:
+                    self._release_failed(exc)
         finally:
             if self._own_db:
                 await db.dispose()
 
     #: ``contextlib.aclosing`` calls it
     aclose = close
+
+    async def _release(self, db: AsyncEngine, mark: int) -> None:
+        # As WorkerLease._release: a connection dropped in the pool is replaced once.
+        for attempt in (1, 2):
+            async with db.connect() as conn:
+                try:
+                    await conn.run_sync(self._release_in, mark)
+                    return
+                except _db_errors(self.engine) as exc:
+                    if attempt == 2 or not _is_disconnect(conn.sync_connection, exc):  # type: ignore[arg-type]
+                        raise
+                    await conn.invalidate()
 
     def _in_this_process(self, clock: Callable[[], int]) -> _Lease[Any]:
         if self._in_owner_process():

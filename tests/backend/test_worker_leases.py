@@ -3,6 +3,8 @@ bounded in time by a high-water mark that the next holder waits to pass."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import subprocess
 import threading
@@ -18,15 +20,19 @@ from sqlalchemy.engine import Engine
 from sqlalchemy_seqkeys import (
     InvalidSnowflakeError,
     NoWorkerIdError,
+    SeqKeysError,
     Snowflake,
     WorkerLease,
+    WorkerLeaseDatabaseError,
     WorkerLeaseLostError,
     rotate_digits,
     unrotate_digits,
     workers_table,
 )
-from sqlalchemy_seqkeys.workers import ClockSkewError, LeaseTableOutdatedError
+from sqlalchemy_seqkeys.workers import ClockSkewError, LeaseTableOutdatedError, server_now_ms
+from tests._forking import libc_fork_when_quiet
 from tests._helpers import fresh_table, in_forked_child, in_threads
+from tests.conftest import PG_ENGINE_NAMES
 from tests.faults import _lease_procs
 
 pytestmark = pytest.mark.backend
@@ -323,5 +329,222 @@ def test_forked_child_leases_its_own_worker_id(server_lease_engine: Engine) -> N
     child_value = int(in_forked_child(child))
     assert ids.decode(child_value).worker_id != lease.worker_id
     assert ids.decode(ids()).worker_id == lease.worker_id == ids.decode(parent_first).worker_id
+    lease.close()
+    engine.dispose()
+
+
+# -- database errors on the lease paths; a forked child's lost lease (issue 21) -------------
+
+
+def _unknown_database(engine: Engine) -> Engine:
+    """An engine of the same server whose database does not exist: every connect fails."""
+    if engine.dialect.name == "sqlite":
+        return sa.create_engine("sqlite:////nonexistent-seqkeys-dir/ids.db")
+    database = str(engine.url.database or "")
+    if "/databases/" in database:  # Spanner: projects/P/instances/I/databases/D
+        return sa.create_engine(engine.url.set(database=database.rsplit("/", 1)[0] + "/nosuchdb"))
+    return sa.create_engine(engine.url.set(database="nosuchdb_x"))
+
+
+def test_a_claim_the_database_refuses_is_a_seqkeys_error(lease_engine: Engine) -> None:
+    engine = _unknown_database(lease_engine)
+    try:
+        with pytest.raises(WorkerLeaseDatabaseError, match="could not claim a worker id") as info:
+            WorkerLease(engine, ttl=10)
+    finally:
+        engine.dispose()
+    assert "then claim again" in str(info.value)
+    assert info.value.__cause__ is not None  # the driver's error, kept
+
+
+@pytest.fixture(params=PG_ENGINE_NAMES)
+def pg_lease_url(request: pytest.FixtureRequest, engines: Any) -> Iterator[str]:
+    """A database of its own, which a test may make refuse connections."""
+    with engines.fresh_database(request.param, "lease") as url:
+        engine = sa.create_engine(url)
+        workers_table(sa.MetaData()).create(engine)
+        engine.dispose()
+        yield url
+
+
+@contextlib.contextmanager
+def _refusing_connections(url: str) -> Iterator[sa.Connection]:
+    """Every new connection to ``url``'s database is refused by the server (PostgreSQL's
+    ALLOW_CONNECTIONS), as by a server out of connection slots; yields a connection to
+    the server's ``postgres`` database, and lets connections in again afterwards."""
+    database = sa.make_url(url).database
+    admin = sa.create_engine(
+        sa.make_url(url).set(database="postgres"),
+        poolclass=sa.pool.NullPool,
+        isolation_level="AUTOCOMMIT",
+    )
+    with admin.connect() as conn:
+        name = conn.dialect.identifier_preparer.quote(str(database))
+        conn.execute(sa.text(f"ALTER DATABASE {name} ALLOW_CONNECTIONS false"))
+        try:
+            yield conn
+        finally:
+            conn.execute(sa.text(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true"))
+    admin.dispose()
+
+
+def _backend_of(engine: Engine) -> int:
+    """The server's id of the one connection in ``engine``'s pool (pool_size=1)."""
+    sql = (
+        "SELECT pg_backend_pid()"
+        if engine.dialect.name == "postgresql"
+        else "SELECT CONNECTION_ID()"
+    )
+    with engine.connect() as conn:
+        return int(conn.scalar(sa.text(sql)))
+
+
+def _drop_connection(admin: sa.Connection, backend: int) -> None:
+    if admin.dialect.name == "postgresql":
+        admin.execute(sa.text("SELECT pg_terminate_backend(:p)"), {"p": backend})
+    else:
+        admin.execute(sa.text(f"KILL {int(backend)}"))
+    time.sleep(0.2)  # the server has closed it
+
+
+def test_close_on_a_connection_the_server_dropped_releases_on_a_new_one(
+    server_lease_engine: Engine,
+) -> None:
+    engine = sa.create_engine(server_lease_engine.url, pool_size=1, max_overflow=0)
+    lease = WorkerLease(engine, ttl=10, max_worker_id=3)
+    ids = Snowflake(worker_id=lease)
+    ids()
+    with server_lease_engine.connect() as admin:
+        _drop_connection(admin, _backend_of(engine))
+    lease.close()  # raised the driver's OperationalError before
+    assert _row(server_lease_engine, lease.worker_id).expires_at == 0  # released
+    engine.dispose()
+
+
+def test_a_close_that_cannot_reach_the_server_closes_here_and_says_so(
+    pg_lease_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = sa.create_engine(pg_lease_url, pool_size=1, max_overflow=0)
+    lease = WorkerLease(engine, ttl=10, max_worker_id=3)
+    ids = Snowflake(worker_id=lease)
+    last = ids()
+    with _refusing_connections(pg_lease_url) as admin:
+        _drop_connection(admin, _backend_of(engine))
+        with caplog.at_level(logging.WARNING, logger="sqlalchemy_seqkeys.workers"):
+            lease.close()  # raised the driver's OperationalError before
+    assert "could not release worker id" in caplog.text
+    assert "expires by itself at most ttl=10 s" in caplog.text
+    assert not lease.valid
+    assert not lease._thread.is_alive()
+    with pytest.raises(WorkerLeaseLostError, match="it was closed"):
+        ids()
+    row = _row(engine, lease.worker_id)
+    assert row.expires_at > 0  # still leased on the server, until it expires
+    assert row.high_water_ms >= _ms_of(ids, last)  # and its mark covers what was minted
+    engine.dispose()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX-only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
+def test_a_forked_child_whose_claim_is_refused_raises_then_claims_again(
+    pg_lease_url: str,
+) -> None:
+    engine = sa.create_engine(pg_lease_url)
+    lease = WorkerLease(engine, ttl=10, max_worker_id=15)
+    ids = Snowflake(worker_id=lease)
+    ids()
+
+    def child() -> str:
+        out = []
+        with _refusing_connections(pg_lease_url):
+            for _ in range(2):
+                start = time.monotonic()
+                try:
+                    ids()
+                    out.append("minted")
+                except SeqKeysError as exc:
+                    took = time.monotonic() - start
+                    cause = type(exc.__cause__).__name__
+                    out.append(f"{type(exc).__name__}|{cause}|{took:.3f}|{exc}")
+        time.sleep(0.3)  # past the first backoff
+        value = ids()
+        assert ids.lease is not None
+        ids.lease.close()
+        return "\n".join([*out, f"minted {ids.decode(value).worker_id}"])
+
+    first, second, third = in_forked_child(child).split("\n")
+    name, cause, _, message = first.split("|", 3)
+    assert (name, cause) == ("WorkerLeaseDatabaseError", "OperationalError"), first
+    assert "not currently accepting connections" in message
+    assert "claims again" in message
+    # at once, without asking the server again: the backoff
+    name, cause, took, message = second.split("|", 3)
+    assert (name, cause) == ("WorkerLeaseDatabaseError", "OperationalError"), second
+    assert "not tried again yet" in message
+    assert float(took) < 0.05
+    assert third.startswith("minted ")
+    assert int(third.split()[1]) != lease.worker_id
+    lease.close()
+    engine.dispose()
+
+
+_FORKS = {"os.fork": os.fork, "libc fork": libc_fork_when_quiet}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX-only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
+@pytest.mark.parametrize("fork", list(_FORKS))
+@pytest.mark.parametrize("loss", ["taken over", "deleted"])
+def test_a_forked_childs_lost_lease_is_claimed_anew(
+    server_lease_engine: Engine, loss: str, fork: str
+) -> None:
+    """The child's implicit lease is lost: its next id raises once, then it leases anew."""
+    engine = sa.create_engine(server_lease_engine.url)
+    lease = WorkerLease(engine, ttl=1.0, max_worker_id=15)
+    ids = Snowflake(worker_id=lease)
+    parent = [ids() for _ in range(1000)]
+    url = server_lease_engine.url
+
+    def child() -> str:
+        minted = [ids() for _ in range(1000)]
+        first = ids.lease
+        assert first is not None
+        t = workers_table(sa.MetaData())
+        other = sa.create_engine(url, poolclass=sa.pool.NullPool)  # "another process"
+        with other.begin() as conn:
+            row = t.c.worker_id == first.worker_id
+            if loss == "taken over":
+                conn.execute(
+                    sa.update(t)
+                    .where(row)
+                    .values(owner="another", expires_at=server_now_ms() + 60_000)
+                )
+            else:
+                conn.execute(sa.delete(t).where(row))
+        other.dispose()
+        errors = []
+        deadline = time.monotonic() + 10
+        while not errors and time.monotonic() < deadline:
+            try:
+                minted.append(ids())
+            except WorkerLeaseLostError as exc:
+                errors.append(exc)
+            time.sleep(0.001)
+        minted += [ids() for _ in range(1000)]  # no error: a new lease
+        second = ids.lease
+        assert second is not None
+        assert second is not first
+        second.close()
+        return f"{len(errors)} {first.worker_id} {second.worker_id} " + " ".join(map(str, minted))
+
+    text = in_forked_child(child, fork=_FORKS[fork])
+    errors, first, second, *rest = text.split()
+    assert errors == "1", text[:300]
+    if loss == "taken over":
+        assert second != first  # the id is another process's now
+    child_ids = [int(v) for v in rest]
+    assert len(child_ids) == len(set(child_ids)) >= 2000
+    parent += [ids() for _ in range(1000)]
+    assert not set(child_ids) & set(parent)
     lease.close()
     engine.dispose()
