@@ -427,7 +427,7 @@ class _Run:
                 "behind",
                 key.subject,
                 OK,
-                f"sequence {name!r} hands out {next_value} next, past the table's keys",
+                f"sequence {name!r} hands out {next_value} next, {_past(largest)}",
                 details=details,
             )
 
@@ -485,7 +485,7 @@ class _Run:
                 "behind",
                 key.subject,
                 OK,
-                f"sequence {name!r} starts its next block at {next_value}, past the table's keys",
+                f"sequence {name!r} starts its next block at {next_value}, {_past(largest)}",
                 details=details,
             )
 
@@ -615,6 +615,10 @@ class _Run:
         else:
             message = "server_uuid() is not available here: keys are minted on the client"
         self.add("capabilities", "server_uuid()", INFO, message, details={"server_uuid": server})
+
+
+def _past(largest: int | None) -> str:
+    return "the table has no rows yet" if largest is None else f"past the table's {largest}"
 
 
 def _orders(strategy: object) -> bool:

@@ -45,7 +45,7 @@ def test_python_dash_m_lists_the_user_commands_only(tmp_path: Path) -> None:
         for line in result.stdout.splitlines()
         if line[:4] == "    " and line[4:5].isalpha()
     ]
-    assert listed == ["demo", "resync", "alembic-init", "alembic-template"]
+    assert listed == ["demo", "resync", "doctor", "alembic-init", "alembic-template"]
     assert "bench" not in result.stdout
     assert "hotspots" not in result.stdout
 
