@@ -369,3 +369,28 @@ def test_server_minted_keys_are_checked_in_order(name: str, engines: Any) -> Non
     (order,) = [f for f in report.findings if f.check == "order"]
     assert order.status == "ok"
     assert order.message.startswith("1000 keys of server_uuid() sort in minting order")
+
+
+def test_a_snowflake_lease_sets_the_clock_limit(engines: Any) -> None:
+    from sqlalchemy_seqkeys import Snowflake, WorkerLease
+
+    with engines.fresh_database("sqlite", "doctor") as url:
+        engine = sa.create_engine(url)
+        try:
+            with WorkerLease(engine, ttl=30, max_skew=1.5) as lease:
+                metadata = sa.MetaData()
+                sa.Table(
+                    "doc_snow",
+                    metadata,
+                    sa.Column("id", sa.BigInteger, primary_key=True, default=Snowflake(lease)),
+                )
+                metadata.create_all(engine)
+                report = doctor(engine, metadata)
+        finally:
+            engine.dispose()
+    assert report.healthy, report.format()
+    found = {(f.check, f.subject): f for f in report.findings}
+    assert found[("schema", "table seqkeys_workers")].status == "ok"
+    clock = found[("clock", "server")]
+    assert clock.status == "ok"
+    assert clock.details["max_skew_s"] == 1.5
