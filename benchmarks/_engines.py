@@ -26,6 +26,7 @@ __all__ = [
     "configure_for_spanner",
     "find_targets",
     "masked",
+    "portable_word",
     "spanner_database",
 ]
 
@@ -66,14 +67,51 @@ class Target:
 
 
 def masked(url: str) -> str:
-    """``url`` with its password hidden.
+    """``url`` as a report shows it: its password hidden, a SQLite file by its name alone.
+
+    Where one run kept its SQLite file (a temporary directory) tells a reader nothing
+    and cannot be reproduced elsewhere.
 
     Example::
 
         >>> masked("postgresql://me:secret@db/app")
         'postgresql://me:***@db/app'
+        >>> masked("sqlite:////tmp/seqkeys-report-x1/seqkeys-report.db")
+        'sqlite:///seqkeys-report.db'
     """
-    return sa.make_url(url).render_as_string(hide_password=True)
+    parsed = sa.make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() == "sqlite" and os.path.isabs(database):
+        parsed = parsed.set(database=os.path.basename(database))
+    return parsed.render_as_string(hide_password=True)
+
+
+def portable_word(word: str, cwd: Path | None = None) -> str:
+    """A command-line word as a report prints it, for a reader to run again.
+
+    A URL is :func:`masked`; an absolute path (alone or as ``--option=PATH``) becomes
+    relative to the working directory ``cwd``, or its file name when outside it.
+
+    Example::
+
+        >>> portable_word("/tmp/x/scale.md", cwd=Path("/home/me/repo"))
+        'scale.md'
+        >>> portable_word("--out=/home/me/repo/notes/scale.md", cwd=Path("/home/me/repo"))
+        '--out=notes/scale.md'
+        >>> portable_word("--rows")
+        '--rows'
+    """
+    if "://" in word:
+        with contextlib.suppress(Exception):  # not a URL after all
+            return masked(word)
+        return word
+    option, equals, value = word.partition("=") if word.startswith("--") else ("", "", word)
+    if not equals:
+        option, value = "", word
+    if os.path.isabs(value):
+        path, base = Path(value), Path.cwd() if cwd is None else cwd
+        value = os.path.relpath(path, base) if path.is_relative_to(base) else path.name
+    return option + equals + value
 
 
 def backend(engine: sa.Engine) -> str:

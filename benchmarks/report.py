@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Protocol
 
 from benchmarks import generate, hotspots, insert, sequences
-from benchmarks._engines import find_targets, masked, spanner_database
+from benchmarks._engines import find_targets, portable_word, spanner_database
 from benchmarks._machine import loadavg, machine_table
 from benchmarks._progress import Progress
 from benchmarks._table import format_markdown
@@ -365,12 +365,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         sizes.add_argument(option, type=kind, metavar="N", help=what)
 
 
-def _masked_word(word: str) -> str:
-    with contextlib.suppress(Exception):  # not a URL after all
-        return masked(word) if "://" in word else word
-    return word
-
-
 def main(args: argparse.Namespace) -> int:
     """Run the report with the sizes and engines of the command line; print its path."""
     try:
@@ -394,7 +388,7 @@ def main(args: argparse.Namespace) -> int:
     }
     given = {key: value for key, value in overrides.items() if value is not None}
     sizes = replace(QUICK if args.quick else FULL, **given)
-    words = [_masked_word(word) for word in getattr(args, "argv", ["report"])]
+    words = [portable_word(word) for word in getattr(args, "argv", ["report"])]
     try:
         path = run_report(
             Path(args.out),

@@ -56,6 +56,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from benchmarks import insert
+from benchmarks._engines import portable_word
 from benchmarks._machine import _cpu_model, loadavg
 from benchmarks._progress import Progress
 from benchmarks._table import Table, format_markdown, format_table, ratio
@@ -202,6 +203,26 @@ def _server_uuid7(md: sa.MetaData, table: str) -> sa.Column[Any]:
     return sa.Column("id", CombGuid(), primary_key=True, server_default=uuidv7())
 
 
+def _server_uuid(sentinel: bool) -> Callable[[sa.MetaData, str], sa.Column[Any]]:
+    def column(md: sa.MetaData, table: str) -> sa.Column[Any]:
+        from sqlalchemy_seqkeys import CombGuid, server_uuid
+
+        key: sa.Column[Any] = sa.Column(
+            "id", CombGuid(native_uuid=True), primary_key=True, server_default=server_uuid()
+        )
+        if sentinel:
+            # the ORM batches server-made keys only beside a sentinel column:
+            # appended to the key's table as it joins it
+            def add(col: sa.Column[Any], parent: Any) -> None:
+                if isinstance(parent, sa.Table):
+                    parent.append_column(sa.insert_sentinel("sentinel"))
+
+            sa.event.listen(key, "after_parent_attach", add)
+        return key
+
+    return column
+
+
 def _specs() -> dict[str, Spec]:
     from sqlalchemy_seqkeys import CombGuid, new_uuid7
 
@@ -224,6 +245,11 @@ def _specs() -> dict[str, Spec]:
         Spec("uuid7-server", ("postgresql",), _server_uuid7,
              "`CombGuid()` + `server_default=uuidv7()`: minted by PostgreSQL 18 itself, "
              "no key sent"),
+        Spec("server-uuid", both, _server_uuid(False),
+             "`CombGuid(native_uuid=True)` + `server_default=server_uuid()`: minted by the "
+             "server (PostgreSQL 18 `uuidv7()`, MariaDB 10.11 `UUID()` into its `UUID` type)"),
+        Spec("server-uuid-sentinel", both, _server_uuid(True),
+             "`server-uuid` with an `insert_sentinel()` column: the ORM batches its INSERTs"),
         Spec("uuid4", both, _from_insert("uuid4"), "`CombGuid()` + `uuid.uuid4` (random)"),
     ]  # fmt: skip
     return {s.name: s for s in specs}
@@ -862,7 +888,9 @@ _STOP_NOTE = (
 
 def render_markdown(run_: ScaleRun, argv: Sequence[str]) -> str:
     """The ``BENCHMARKS.md`` section's measured part: command, machine, tables, targets."""
-    command = "python -m benchmarks scale " + " ".join(shlex.quote(a) for a in argv[1:])
+    command = "python -m benchmarks scale " + " ".join(
+        shlex.quote(portable_word(a)) for a in argv[1:]
+    )
     cpu = _cpu_model()
     lines = [
         f"`{command}`, {run_.started}, {run_.minutes:.0f} minutes; {cpu}, "

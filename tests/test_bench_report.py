@@ -15,6 +15,7 @@ import pytest
 from benchmarks.__main__ import main
 from benchmarks._progress import Progress
 from benchmarks.report import SECTIONS
+from tests.test_markdown_paths import machine_paths
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -67,7 +68,8 @@ def test_quick_report_writes_every_section_and_its_plots(
     assert "Spanner emulator: skipped" in text
 
     # the command that wrote it, and the documents it compares with, by name
-    assert "Written by `python -m benchmarks report --quick --out " in text
+    assert "Written by `python -m benchmarks report --quick --out report " in text
+    assert machine_paths(text) == []  # a temporary --out or SQLite file, by name only
     assert "Spanner's sequence-generation guide" in text
     assert "COMB GUID article" in text
     assert "TiDB snowflake-id article" in text
