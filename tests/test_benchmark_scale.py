@@ -304,3 +304,30 @@ def test_mariadb_through_mysqlclient() -> None:
     assert result.urls["mariadb"].startswith("mysql+mysqldb://")
     assert [r.rows for r in result.results["mariadb"]] == [1_000, 1_000]
     assert "through mysqlclient" in scale.render_markdown(result, ["scale"])
+
+
+def test_server_uuid_through_the_orm_batches_beside_a_sentinel(engines: Any) -> None:
+    """``server-uuid`` through ``--orm`` sends one INSERT a row (SQLAlchemy cannot match a
+    server's key to its object in a batch); ``server-uuid-sentinel`` sends batches."""
+    engine = engines.get("mysql")  # MariaDB 10.11: UUID() into its UUID type
+    inserts: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.startswith("INSERT INTO scale_server_uuid"):
+            inserts.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", seen)
+    try:
+        measured = [
+            scale.measure_variant(engine, "mariadb", scale.spec(name), 1_000, batch=250, orm=True)
+            for name in ("server-uuid", "server-uuid-sentinel")
+        ]
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", seen)
+    assert [m.rows for m in measured] == [1_000, 1_000]
+    assert [m.column_type for m in measured] == ["UUID", "UUID"]
+    per_row = [i for i in inserts if i.startswith("INSERT INTO scale_server_uuid ")]
+    batched = [i for i in inserts if i.startswith("INSERT INTO scale_server_uuid_sentinel ")]
+    assert len(per_row) == 1_000
+    assert len(batched) == 4
+    assert all("RETURNING" in i for i in per_row + batched)
