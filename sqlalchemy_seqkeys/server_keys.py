@@ -64,7 +64,6 @@ thousands of objects goes out in batches, each key matched to its object.
 from __future__ import annotations
 
 import uuid
-import weakref
 from typing import Any
 
 import sqlalchemy as sa
@@ -108,12 +107,12 @@ class ServerUuid(FunctionElement[uuid.UUID]):
         super().__init__()
         # the column whose server default this is (set when it joins one), so
         # that the DDL can check the column's storage
-        self._column: weakref.ref[sa.Column[Any]] | None = None
+        self._column: sa.Column[Any] | None = None
 
     @property
     def column(self) -> sa.Column[Any] | None:
         """The column this is the server default of, once it is attached to one."""
-        return None if self._column is None else self._column()
+        return self._column
 
 
 def server_uuid() -> ServerUuid:
@@ -143,7 +142,7 @@ def _remember_column(clause: sa.DefaultClause, column: sa.Column[Any]) -> None:
         # a fresh element per column: one server_uuid() may serve two columns
         # (and Column._copy shares the clause's arg with the copy)
         bound = ServerUuid()
-        bound._column = weakref.ref(column)
+        bound._column = column  # a strong reference: a MetaData with it still pickles
         clause.arg = bound
 
 

@@ -181,3 +181,21 @@ def test_in_a_statement_without_a_column() -> None:
     on_postgresql: Callable[[], Dialect] = postgresql.dialect
     assert str(statement.compile(dialect=on_mssql())).startswith("SELECT NEWSEQUENTIALID()")
     assert "uuidv7()" in str(statement.compile(dialect=on_postgresql()))
+
+
+def test_a_metadata_with_it_pickles() -> None:
+    import pickle
+
+    metadata = sa.MetaData()
+    sa.Table(
+        "events",
+        metadata,
+        sa.Column("id", CombGuid(native_uuid=True), primary_key=True, server_default=server_uuid()),
+    )
+    copy = pickle.loads(pickle.dumps(metadata))
+    arg = copy.tables["events"].c.id.server_default.arg  # type: ignore[union-attr]
+    assert isinstance(arg, ServerUuid)
+    assert arg.column is copy.tables["events"].c.id
+    assert "DEFAULT (UUID())" in ddl(
+        with_version(mariadb, (10, 11, 6))(), CombGuid(native_uuid=True)
+    )
