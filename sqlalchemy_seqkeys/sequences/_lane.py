@@ -46,7 +46,11 @@ from sqlalchemy.util import concurrency as _concurrency
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._aio import await_, in_greenlet
 from sqlalchemy_seqkeys._dialect import facts
-from sqlalchemy_seqkeys.errors import InvalidSequenceError, SequenceAllocationError
+from sqlalchemy_seqkeys.errors import (
+    InvalidSequenceError,
+    SequenceAllocationError,
+    SequenceLockTimeoutError,
+)
 
 __all__ = [
     "Lane",
@@ -124,6 +128,11 @@ class Lane:
         #: most, and rows never wait on each other (a flush holding one row's lock
         #: in its own transaction may need another row's value)
         self._rows: dict[object, asyncio.Lock] = {}
+        #: per row: round trips ended, and the last that ran out the server's lock
+        #: timeout (its number, its error), which the round trips queued behind it
+        #: get at once instead of each waiting the whole timeout again
+        self._ended: dict[object, int] = {}
+        self._lock_timeouts: dict[object, tuple[int, SequenceLockTimeoutError]] = {}
         self._tenants: dict[object, sa.Engine] = {}
 
     def engine_like(self, engine: sa.Engine) -> sa.Engine:
@@ -157,12 +166,27 @@ class Lane:
             task.exception()
 
     async def run(self, row: object, fn: Callable[..., T], *args: Any) -> T:
-        """Run sync ``fn(*args)`` in a greenlet of this task, one per ``row`` at a time."""
+        """Run sync ``fn(*args)`` in a greenlet of this task, one per ``row`` at a time.
+
+        A round trip that waited out the server's lock timeout fails the ones
+        queued behind it with its error: the row is locked, and one after the
+        other each would wait the whole timeout again.
+        """
         lock = self._rows.get(row)
         if lock is None:
             lock = self._rows[row] = asyncio.Lock()
+        ended = self._ended.get(row, 0)
         async with lock:
-            return await greenlet_spawn(fn, *args)
+            failure = self._lock_timeouts.get(row)
+            if failure is not None and failure[0] > ended:
+                raise failure[1]
+            try:
+                return await greenlet_spawn(fn, *args)
+            except SequenceLockTimeoutError as exc:
+                self._lock_timeouts[row] = (self._ended.get(row, 0) + 1, exc)
+                raise
+            finally:
+                self._ended[row] = self._ended.get(row, 0) + 1
 
     def outcome(self, task: asyncio.Task[T], name: str) -> T:
         """``task``'s result; a task cancelled by dispose() is an allocation error."""

@@ -1,32 +1,60 @@
-"""Which database errors are worth retrying, and the bounded retry loop.
+"""Which database errors are worth retrying, the bounded retry loop, and what the rest become.
 
 An allocation runs in a transaction of its own, so retrying it after a
 transient failure can at worst leave a gap: a block the server committed but
-whose answer never arrived is simply never handed out. It can never hand out a
-value twice, because values are handed out only from an answer received.
+whose answer never arrived (the COMMIT's outcome unknown, the connection lost)
+is simply never handed out, and the retry allocates a new block past it. It
+can never hand out a value twice, because values are handed out only from an
+answer received, and each attempt asks anew.
+
+Retried, a bounded number of times with backoff: deadlocks and serialization
+failures (the server rolled the attempt back; running it again is what the
+server asks for), dropped connections and Spanner's aborted transactions.
+
+Not retried: a lock wait that ran out the server's lock timeout (MySQL and
+MariaDB error 1205, ``innodb_lock_wait_timeout``; PostgreSQL 55P03,
+``lock_timeout``). The row is held by another transaction, and a retry would
+wait the whole timeout again: six attempts made a 50 s setting five minutes.
+It raises :class:`~sqlalchemy_seqkeys.SequenceLockTimeoutError` at once,
+naming the setting. Nothing is retried inside a transaction of the caller's
+(``in_transaction``, a Connection passed in): a deadlock has already ended it,
+and only its owner can run it again. Every other database error becomes a
+:class:`~sqlalchemy_seqkeys.SequenceAllocationError` with the driver's error
+as its cause.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import sqlalchemy as sa
 
-from sqlalchemy_seqkeys.errors import SequenceAllocationError
+from sqlalchemy_seqkeys.errors import SequenceAllocationError, SequenceLockTimeoutError
 
-__all__ = ["is_transient", "retrying"]
+__all__ = [
+    "describe",
+    "error_in_callers_transaction",
+    "is_transient",
+    "lock_timeout_setting",
+    "retrying",
+]
 
 T = TypeVar("T")
 
 #: SQLSTATEs of PostgreSQL (and others) that mean "run the transaction again"
 _RETRY_SQLSTATES = frozenset({"40001", "40P01", "08000", "08003", "08006", "57P01"})
-#: MySQL/MariaDB error numbers: deadlock, lock wait timeout, server gone, lost connection
-_RETRY_MYSQL_CODES = frozenset({1205, 1213, 2003, 2006, 2013, 1927, 4031})
+#: MySQL/MariaDB error numbers: deadlock, server gone, lost connection, killed
+_RETRY_MYSQL_CODES = frozenset({1213, 2003, 2006, 2013, 1927, 4031})
 #: exception class names of drivers without codes (Spanner's aborted transactions)
 _RETRY_CLASS_NAMES = frozenset({"Aborted", "RetryAborted"})
+#: a lock wait ended by the server's timeout -> the setting that bounds it
+_LOCK_TIMEOUT_SQLSTATES = {"55P03": "lock_timeout"}  # lock_not_available
+_LOCK_TIMEOUT_MYSQL_CODES = {1205: "innodb_lock_wait_timeout"}  # ER_LOCK_WAIT_TIMEOUT
+#: the drivers whose errors carry MySQL error numbers
+_MYSQL_DRIVERS = frozenset({"pymysql", "MySQLdb", "mariadb", "mysql", "asyncmy"})
 
 
 def _sqlstate(orig: BaseException) -> object:
@@ -42,8 +70,9 @@ def _sqlstate(orig: BaseException) -> object:
 
 
 def _mysql_code(orig: BaseException) -> object:
-    # PyMySQL and mysqlclient: args[0]; MariaDB Connector/Python: .errno
-    if type(orig).__module__.split(".")[0] not in ("pymysql", "MySQLdb", "mariadb", "mysql"):
+    # PyMySQL, aiomysql (PyMySQL's errors), asyncmy, mysqlclient: args[0];
+    # MariaDB Connector/Python: .errno
+    if type(orig).__module__.split(".")[0] not in _MYSQL_DRIVERS:
         return None
     code = getattr(orig, "errno", None)
     if isinstance(code, int):
@@ -52,10 +81,39 @@ def _mysql_code(orig: BaseException) -> object:
     return args[0] if args and isinstance(args[0], int) else None
 
 
-def is_transient(exc: BaseException) -> bool:
-    """True when ``exc`` says the transaction may succeed if run again.
+def _origins(exc: sa.exc.DBAPIError) -> Iterator[BaseException]:
+    """The driver's error and its causes (asyncpg's sits behind SQLAlchemy's adapter)."""
+    orig: BaseException | None = exc.orig
+    seen: set[int] = set()
+    while orig is not None and id(orig) not in seen:
+        seen.add(id(orig))
+        yield orig
+        orig = orig.__cause__ or orig.__context__
+
+
+def lock_timeout_setting(exc: BaseException) -> str | None:
+    """The server setting whose timeout ended ``exc``'s lock wait; None if it is not one.
 
     Example::
+
+        >>> lock_timeout_setting(ValueError("no"))
+    """
+    if not isinstance(exc, sa.exc.DBAPIError):
+        return None
+    for orig in _origins(exc):
+        sqlstate = _sqlstate(orig)
+        if isinstance(sqlstate, str) and sqlstate in _LOCK_TIMEOUT_SQLSTATES:
+            return _LOCK_TIMEOUT_SQLSTATES[sqlstate]
+        code = _mysql_code(orig)
+        if isinstance(code, int) and code in _LOCK_TIMEOUT_MYSQL_CODES:
+            return _LOCK_TIMEOUT_MYSQL_CODES[code]
+    return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when ``exc`` says the transaction may succeed if run again at once.
+
+    A lock-wait timeout is not: it would wait as long again. Example::
 
         >>> is_transient(ValueError("no"))
         False
@@ -64,10 +122,7 @@ def is_transient(exc: BaseException) -> bool:
         return False
     if exc.connection_invalidated:
         return True
-    orig: BaseException | None = exc.orig
-    seen: set[int] = set()
-    while orig is not None and id(orig) not in seen:
-        seen.add(id(orig))
+    for orig in _origins(exc):
         if _sqlstate(orig) in _RETRY_SQLSTATES:
             return True
         if _mysql_code(orig) in _RETRY_MYSQL_CODES:
@@ -76,39 +131,97 @@ def is_transient(exc: BaseException) -> bool:
             return True
         if "database is locked" in str(orig):  # SQLite's busy timeout
             return True
-        orig = orig.__cause__ or orig.__context__
     return False
+
+
+def describe(exc: sa.exc.DBAPIError) -> str:
+    """The driver's error in one short line: its class and the start of its message."""
+    orig = exc.orig if exc.orig is not None else exc
+    text = " ".join(str(orig).split())
+    return f"{type(orig).__name__}: {text[:200]}"
+
+
+def _lock_timeout_error(
+    exc: sa.exc.DBAPIError, setting: str, what: str, outcome: str, callers: bool
+) -> SequenceLockTimeoutError:
+    whose = (
+        " This happened in the caller's transaction, which is the caller's to roll back "
+        "(MySQL and MariaDB roll back only the statement, and the transaction keeps its "
+        "other locks)."
+        if callers
+        else " It was not retried: a retry would wait as long again."
+    )
+    return SequenceLockTimeoutError(
+        f"{what} waited the server's whole lock timeout ({setting}) for the sequence's row, "
+        "which another transaction holds locked (a long in_transaction transaction, a "
+        f"resync, a SELECT ... FOR UPDATE); {outcome}.{whose} End the transaction that "
+        f"holds the row, or raise {setting} for the session (an engine 'connect' event) "
+        "if such waits are expected"
+    )
+
+
+def error_in_callers_transaction(
+    exc: sa.exc.DBAPIError, what: str, outcome: str = "nothing was handed out"
+) -> SequenceAllocationError:
+    """The SeqKeysError for ``exc``, raised by a statement in a transaction of the caller's.
+
+    Raise it ``from exc``. Never retried here: a deadlock or serialization
+    failure has ended that transaction, and only its owner can run it again.
+    """
+    setting = lock_timeout_setting(exc)
+    if setting is not None:
+        return _lock_timeout_error(exc, setting, what, outcome, callers=True)
+    if is_transient(exc):
+        advice = (
+            "a deadlock, serialization failure or lost connection ends the transaction "
+            "(the server rolled it back or aborted it): roll it back and run it again"
+        )
+    else:
+        advice = "roll the transaction back, and fix what the database error (the cause) names"
+    return SequenceAllocationError(
+        f"{what} failed in the caller's transaction ({describe(exc)}); {outcome}. "
+        f"The library does not retry a transaction it does not own: {advice}"
+    )
 
 
 def retrying(
     attempt: Callable[[], T],
     *,
     what: str,
+    outcome: str = "nothing was handed out",
     attempts: int = 6,
     base_delay: float = 0.005,
     max_delay: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """Call ``attempt`` until it returns, retrying transient database errors.
+    """Call ``attempt`` (a transaction of its own) until it returns, retrying transient errors.
 
     Backoff is exponential with full jitter, waited out with ``sleep``: inside
     an asyncio engine's greenlet that must be one that lets the event loop
     run (``asyncio.sleep`` awaited through the greenlet), never ``time.sleep``.
-    After ``attempts`` transient failures, or at the first other failure, raises
-    :class:`~sqlalchemy_seqkeys.SequenceAllocationError` (transient) or the
-    original exception.
+    A lock-wait timeout raises
+    :class:`~sqlalchemy_seqkeys.SequenceLockTimeoutError` at once; after
+    ``attempts`` transient failures, or at the first other database error,
+    :class:`~sqlalchemy_seqkeys.SequenceAllocationError`; each keeps the
+    database error as its cause. Other exceptions pass through.
     """
     for number in range(1, attempts + 1):
         try:
             return attempt()
         except sa.exc.DBAPIError as exc:
+            setting = lock_timeout_setting(exc)
+            if setting is not None:
+                raise _lock_timeout_error(exc, setting, what, outcome, callers=False) from exc
             if not is_transient(exc):
-                raise
+                raise SequenceAllocationError(
+                    f"{what} failed ({describe(exc)}); {outcome}. Fix what the database "
+                    "error (the cause) names"
+                ) from exc
             if number == attempts:
                 raise SequenceAllocationError(
-                    f"{what} failed {attempts} times with transient errors "
-                    f"(last: {type(exc.orig).__name__}: {str(exc.orig).strip()[:200]}); "
-                    "check the database's health and load, then try again"
+                    f"{what} failed {attempts} times with transient errors (deadlocks, "
+                    f"serialization failures, lost connections; last: {describe(exc)}); "
+                    f"{outcome}. Check the database's health and load, then try again"
                 ) from exc
             sleep(random.uniform(0, min(max_delay, base_delay * 2**number)))
     raise AssertionError("unreachable")  # pragma: no cover

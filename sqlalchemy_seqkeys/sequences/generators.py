@@ -68,7 +68,11 @@ waits at most ``refill_timeout`` seconds (default 30), then gets a
 handed out, the fetch goes on, its block is used by later calls. A fetch
 waits as long as the database makes it (a row locked by a long
 ``in_transaction`` transaction, say): bound that with the server's own lock
-timeout if needed.
+timeout (``innodb_lock_wait_timeout``, ``lock_timeout``, per session). Once
+it runs out, the fetch raises
+:class:`~sqlalchemy_seqkeys.SequenceLockTimeoutError` after that one wait,
+and so does every caller that waited for that fetch's block: none fetches
+again behind it.
 
 A process remembers, per database and sequence, the highest value it
 received from allocations committed on their own (``separate``, ``batch``,
@@ -88,7 +92,13 @@ key. A sequence created anew through this library
 
 Allocations in their own transaction are retried on serialization failures,
 deadlocks, dropped connections and Spanner's aborted transactions, a bounded
-number of times with backoff; a retry never hands out a value twice. A forked
+number of times with backoff; a retry never hands out a value twice. A lock
+wait that runs out the server's lock timeout is not retried (it would wait as
+long again); other database errors raise
+:class:`~sqlalchemy_seqkeys.SequenceAllocationError` with the driver's error
+as the cause. Nothing is retried in the caller's transaction
+(``in_transaction``): its errors come as ``SequenceAllocationError`` (or
+``SequenceLockTimeoutError``), the transaction the caller's to roll back. A forked
 child process never hands out a value from its parent's block, also when it
 was forked by libc ``fork()`` (uWSGI without ``lazy-apps``), which runs no
 at-fork hook: the fork registry (``_fork``) notices it on each call.
@@ -187,7 +197,7 @@ from sqlalchemy_seqkeys.errors import (
 )
 
 from . import _aio, _lane
-from ._retry import retrying
+from ._retry import error_in_callers_transaction, retrying
 from .table import (
     DEFAULT_TABLE,
     MAX_VALUE,
@@ -261,6 +271,8 @@ class _BlockState:
         "end",
         "engine",
         "error",
+        "failed",
+        "fetched",
         "next",
         "pid",
         "refilling",
@@ -286,11 +298,28 @@ class _BlockState:
         #: a fetch is under way (a refill thread, or a caller fetching itself)
         self.refilling = False
         self.error: BaseException | None = None
+        #: fetches ended so far, and the last that failed (its number, its error):
+        #: callers that waited for a fetch get its error instead of each fetching
+        #: again behind it (a locked row: one lock timeout for all, not one each)
+        self.fetched = 0
+        self.failed: tuple[int, BaseException] | None = None
         self.pid = os.getpid()
         #: asyncio: the fetch under way, a task of the lane (only the loop's thread
         #: touches an asyncio state, and a greenlet switches only where it awaits,
         #: so its check-then-set steps need no lock)
         self.task: asyncio.Task[None] | None = None
+
+    def fetch_ended(self, error: BaseException | None) -> None:
+        """Count a fetch that ended; keep its error for the callers that waited for it."""
+        self.fetched += 1
+        if isinstance(error, Exception):  # not a KeyboardInterrupt of the fetching thread
+            self.failed = (self.fetched, error)
+
+    def failure_since(self, fetched: int | None) -> BaseException | None:
+        """The error of a fetch that failed after ``fetched`` had ended (None: not waiting)."""
+        if fetched is None or self.failed is None or self.failed[0] <= fetched:
+            return None
+        return self.failed[1]
 
     def install(self, first: int, end: int) -> None:
         """Take block ``first .. end-1``: as the current block if that is used up, else spare."""
@@ -485,7 +514,7 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         if isinstance(bind, sa.Engine):
             first = self._allocate_separately(bind, n)  # a transaction of its own
         elif self.mode is SequenceMode.IN_TRANSACTION or _must_stay_on(bind):
-            first = allocate(bind, self.name, n, table=self.table)
+            first = self._allocate_in(bind, n)
         else:
             first = self._allocate_separately(_allocation_engine(bind.engine, bind)[0], n)
         return list(range(first, first + n))
@@ -523,11 +552,11 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
     def _take_in_transaction(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
         if conn is None:  # no transaction of the caller's: take it in one of its own
             return self._allocate_separately(engine, 1)
-        return allocate(conn, self.name, 1, table=self.table)
+        return self._allocate_in(conn, 1)
 
     def _take_separate(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
         if conn is not None and _must_stay_on(conn):
-            return allocate(conn, self.name, 1, table=self.table)
+            return self._allocate_in(conn, 1)
         return self._allocate_separately(_allocation_engine(engine, conn)[0], 1)
 
     def _take_batch(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
@@ -535,6 +564,7 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
             return self._take_from_blocks_async(engine, conn)
         state = self._state(engine, conn)
         deadline: float | None = None
+        waited_since: int | None = None  # fetches ended when this call began to wait
         while True:
             stay = False
             with state.cond:
@@ -545,15 +575,20 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
                 if state.spares:  # a refill thread's block (async_batch, before a fork)
                     state.next, state.end = state.spares.popleft()
                     continue
+                failure = state.failure_since(waited_since)
+                if failure is not None:  # the fetch this call waited for failed
+                    self._raise_refill_error(state, failure)
                 if conn is not None and _must_stay_on(conn):
                     stay = True  # never wait on a fetch that waits for our write lock
                 elif state.refilling:
+                    if waited_since is None:
+                        waited_since = state.fetched
                     deadline = self._wait_for_refill(state, deadline)
                     continue
                 else:
                     state.refilling = True
             if stay:
-                return allocate(conn, self.name, 1, table=self.table)  # type: ignore[arg-type]
+                return self._allocate_in(conn, 1)  # type: ignore[arg-type]
             # Fetched with the lock released: other threads wait on the
             # condition, not on a lock held across a round trip.
             return self._fetch_block(state)
@@ -562,12 +597,13 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         """Fetch a block in this thread, keep all but its first value; the caller set refilling."""
         try:
             first = self._allocate_separately(state.engine, self.batch_size)  # type: ignore[arg-type]
-        except BaseException:
-            self._end_refill(state)
+        except BaseException as exc:
+            self._end_refill(state, exc)
             raise
         with state.cond:
             if state.pid == os.getpid() and self.batch_size > 1:
                 state.install(first + 1, first + self.batch_size)
+            state.fetch_ended(None)
             state.refilling = False
             state.cond.notify_all()
         return first
@@ -579,6 +615,7 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         if not state.background:
             return self._take_batch(engine, conn)
         deadline: float | None = None
+        waited_since: int | None = None  # fetches ended when this call began to wait
         while True:
             value: int | None = None
             launch = stay = False
@@ -596,17 +633,21 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
                 elif state.spares:
                     state.next, state.end = state.spares.popleft()
                     continue
+                elif (failure := state.failure_since(waited_since)) is not None:
+                    self._raise_refill_error(state, failure)  # the fetch it waited for
                 elif state.error is not None:
                     self._raise_refill_error(state)
                 elif conn is not None and _must_stay_on(conn):
                     stay = True
                 elif state.refilling:
+                    if waited_since is None:
+                        waited_since = state.fetched
                     deadline = self._wait_for_refill(state, deadline)
                     continue
                 else:
                     state.refilling = launch = True
             if stay:
-                return allocate(conn, self.name, 1, table=self.table)  # type: ignore[arg-type]
+                return self._allocate_in(conn, 1)  # type: ignore[arg-type]
             # Thread.start() waits for the thread to run: never while holding the lock.
             if launch and not self._launch_refill(state):
                 if value is None:
@@ -631,6 +672,7 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         state = self._lane_state(lane, engine, conn)
         refill_early = self.mode is SequenceMode.ASYNC_BATCH
         deadline: float | None = None
+        waited_since: int | None = None  # fetches ended when this call began to wait
         while True:
             if state.next < state.end:
                 value = state.next
@@ -648,13 +690,18 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
             if state.spares:
                 state.next, state.end = state.spares.popleft()
                 continue
+            failure = state.failure_since(waited_since)
+            if failure is not None:  # the fetch this call waited for failed
+                self._raise_refill_error(state, failure)
             if state.error is not None:
                 self._raise_refill_error(state)
             if conn is not None and _must_stay_on(conn):
-                return allocate(conn, self.name, 1, table=self.table)
+                return self._allocate_in(conn, 1)
             if state.task is None:
                 self._start_fetch(lane, state)
             assert state.task is not None
+            if waited_since is None:
+                waited_since = state.fetched
             deadline, remaining = self._refill_deadline(deadline, "a task of this event loop")
             _lane.wait(state.task, remaining)
 
@@ -669,10 +716,12 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
             first = await lane.run(
                 row, self._allocate_now, lane.engine_like(state.engine), self.batch_size
             )
-        except Exception as exc:  # raised to the caller that needs the block
+        except Exception as exc:  # raised to the callers waiting, or the next that needs it
             state.error = exc
+            state.fetch_ended(exc)
         else:
             state.install(first, first + self.batch_size)
+            state.fetch_ended(None)
         finally:  # also when cancelled (dispose, loop shutdown): its block is a gap
             state.task = None
 
@@ -689,7 +738,7 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
                 break
             state.next, state.end = state.spares.popleft()
         if conn is not None and _must_stay_on(conn):
-            return allocate(conn, self.name, 1, table=self.table)
+            return self._allocate_in(conn, 1)
         assert state.engine is not None
         first = self._allocate_now(state.engine, self.batch_size)
         if self.batch_size > 1:  # callers that fetched meanwhile keep theirs: spares
@@ -725,6 +774,16 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
             _lane.check_in_greenlet()
         return self._allocate_now(engine, n)
 
+    def _what(self, n: int) -> str:
+        return f"allocating {n} value(s) from sequence {self.name!r} (table {self.table!r})"
+
+    def _allocate_in(self, conn: sa.Connection, n: int) -> int:
+        """Take ``n`` values in ``conn``'s transaction, the caller's: never retried here."""
+        try:
+            return allocate(conn, self.name, n, table=self.table)
+        except sa.exc.DBAPIError as exc:
+            raise error_in_callers_transaction(exc, self._what(n)) from exc
+
     def _allocate_now(self, engine: sa.Engine, n: int) -> int:
         """Allocate ``n`` values on ``engine``, in this thread (or greenlet); return the first.
 
@@ -747,7 +806,7 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         floor = received.highest(engine, self.table, self.name)
         first = retrying(
             attempt,
-            what=f"allocating {n} value(s) from sequence {self.name!r}",
+            what=self._what(n),
             sleep=_lane.sleep if engine.dialect.is_async else time.sleep,
         )
         if floor is not None and first <= floor:
@@ -784,9 +843,15 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
             )
         return deadline, deadline - now
 
-    def _raise_refill_error(self, state: _BlockState) -> NoReturn:
-        """Raise the error a refill stored for the caller that needs the block, once."""
-        error, state.error = state.error, None
+    def _raise_refill_error(
+        self, state: _BlockState, error: BaseException | None = None
+    ) -> NoReturn:
+        """Raise a failed fetch's error: ``error`` to a caller that waited for that fetch,
+        else the one a refill stored for the next caller that needs a block (once)."""
+        if error is None:
+            error = state.error
+        if state.error is error:
+            state.error = None  # reported: the next call fetches again
         if isinstance(error, SeqKeysError):  # already says what to do
             raise error
         raise SequenceAllocationError(
@@ -795,8 +860,11 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         ) from error
 
     @staticmethod
-    def _end_refill(state: _BlockState) -> None:
+    def _end_refill(state: _BlockState, failed: BaseException | None = None) -> None:
+        """No fetch under way any more; ``failed``: the error of the fetch that ended."""
         with state.cond:
+            if failed is not None:
+                state.fetch_ended(failed)
             state.refilling = False
             state.cond.notify_all()
 
@@ -834,6 +902,7 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
                 if block is not None:
                     state.install(*block)
                 state.error = error
+                state.fetch_ended(error)
             state.refilling = False
             state.cond.notify_all()
 

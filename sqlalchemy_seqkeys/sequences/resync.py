@@ -41,6 +41,7 @@ whose maximum says nothing about the counter.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -48,7 +49,8 @@ import sqlalchemy as sa
 from sqlalchemy_seqkeys._dialect import check_identifier
 from sqlalchemy_seqkeys.errors import InvalidSequenceError, SequenceExhaustedError
 
-from . import _aio
+from . import _aio, _lane
+from ._retry import error_in_callers_transaction, retrying
 from .table import (
     DEFAULT_TABLE,
     MAX_VALUE,
@@ -175,10 +177,24 @@ def resync_table_sequence(
     update, highest = _statements(name, table, column, schema, sequences_table)
     _aio.check_sync_bind(bind, "resync_table_sequence")
     check_source_names(bind.dialect, table, column, schema)
+    what = f"resyncing sequence {name!r} (table {sequences_table!r})"
+    outcome = "the sequence was not moved"
     if isinstance(bind, sa.Engine):
-        with bind.begin() as conn:
-            return _resync(conn, update, highest, name, sequences_table)
-    return _resync(bind, update, highest, name, sequences_table)
+        engine = bind
+
+        def attempt() -> int:
+            with engine.begin() as conn:
+                return _resync(conn, update, highest, name, sequences_table)
+
+        # A transaction of its own: a deadlock (MariaDB's MAX subquery share-locks
+        # the data table's last keys, and an in_transaction insert may wait on
+        # them) runs again; the UPDATE is idempotent, never backwards.
+        sleep = _lane.sleep if engine.dialect.is_async else time.sleep
+        return retrying(attempt, what=what, outcome=outcome, sleep=sleep)
+    try:
+        return _resync(bind, update, highest, name, sequences_table)
+    except sa.exc.DBAPIError as exc:
+        raise error_in_callers_transaction(exc, what, outcome) from exc
 
 
 resync_table_sequence_async = _aio.awaitable(

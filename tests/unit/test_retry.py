@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncmy.errors
 import pymysql
 import pytest
 import sqlalchemy as sa
 from google.cloud.spanner_dbapi.exceptions import RetryAborted
 
-from sqlalchemy_seqkeys import SequenceAllocationError
-from sqlalchemy_seqkeys.sequences._retry import is_transient, retrying
+from sqlalchemy_seqkeys import SequenceAllocationError, SequenceLockTimeoutError
+from sqlalchemy_seqkeys.sequences._retry import (
+    error_in_callers_transaction,
+    is_transient,
+    lock_timeout_setting,
+    retrying,
+)
 
 
 def wrap(orig: BaseException, invalidated: bool = False) -> sa.exc.DBAPIError:
@@ -85,6 +91,61 @@ def test_retrying_returns_after_a_transient_failure_and_never_retries_others() -
     def broken() -> int:
         raise permanent.pop(0)  # type: ignore[misc]
 
-    with pytest.raises(sa.exc.OperationalError):
+    with pytest.raises(SequenceAllocationError, match="syntax error") as raised:
         retrying(broken, what="allocating")
     assert permanent == [1]
+    assert isinstance(raised.value.__cause__, sa.exc.OperationalError), "the cause is kept"
+
+
+class LockNotAvailableError(Exception):
+    sqlstate = "55P03"  # psycopg 3's, after PostgreSQL's lock_timeout
+
+
+@pytest.mark.parametrize(
+    ("orig", "setting"),
+    [
+        (
+            pymysql.err.OperationalError(1205, "Lock wait timeout exceeded"),
+            "innodb_lock_wait_timeout",
+        ),
+        (
+            asyncmy.errors.OperationalError(1205, "Lock wait timeout exceeded"),
+            "innodb_lock_wait_timeout",
+        ),
+        (LockNotAvailableError("canceling statement due to lock timeout"), "lock_timeout"),
+    ],
+)
+def test_a_lock_wait_timeout_is_raised_at_once_naming_the_setting(
+    orig: BaseException, setting: str
+) -> None:
+    """A retry would wait the whole timeout again: one wait, one error."""
+    calls = []
+
+    def locked() -> int:
+        calls.append(1)
+        raise wrap(orig)
+
+    assert lock_timeout_setting(wrap(orig)) == setting
+    assert not is_transient(wrap(orig))
+    with pytest.raises(SequenceLockTimeoutError, match=f"'seq'.*\\({setting}\\)") as raised:
+        retrying(locked, what="allocating from sequence 'seq'", base_delay=0.0001)
+    assert calls == [1]
+    assert raised.value.__cause__ is not None
+
+
+def test_asyncmy_deadlocks_are_retried() -> None:
+    assert is_transient(wrap(asyncmy.errors.OperationalError(1213, "Deadlock found")))
+
+
+def test_nothing_is_retried_in_the_callers_transaction() -> None:
+    deadlock = error_in_callers_transaction(
+        wrap(pymysql.err.OperationalError(1213, "Deadlock found")), "allocating from 'seq'"
+    )
+    assert type(deadlock) is SequenceAllocationError
+    assert "roll it back and run it again" in str(deadlock)
+    locked = error_in_callers_transaction(
+        wrap(LockNotAvailableError("lock timeout")), "allocating from 'seq'"
+    )
+    assert isinstance(locked, SequenceLockTimeoutError)
+    assert "the caller's to roll back" in str(locked)
+    assert "lock_timeout" in str(locked)
