@@ -45,7 +45,14 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ._dialect import dialect_key, facts, family, identifier_text, incrementing_sequences
+from ._dialect import (
+    dialect_key,
+    facts,
+    family,
+    identifier_text,
+    incrementing_sequences,
+    native_sequences,
+)
 from .bitreverse import BitReversed, BitReversedSequence
 from .errors import SeqKeysError, SequencesTableNotFoundError
 from .pooled import PooledSequence, read_sequence_catalog
@@ -256,6 +263,10 @@ class _Run:
         for key in self.keys:
             if isinstance(key.strategy, TableSequence | PooledSequence):
                 self.guarded("behind", key.subject, functools.partial(self.behind, key))
+        for key in self.keys:
+            counter = _counter_of(key.strategy)
+            if counter is not None:
+                self.guarded("schema", key.subject, functools.partial(self.counter, counter))
         self.guarded("schema", "worker leases", self.leases)
         self.guarded("clock", "server", self.clock)
         self.capabilities()
@@ -495,6 +506,40 @@ class _Run:
         value = self.conn.scalar(sa.select(sa.func.max(source.c[key.column.name])))
         return None if value is None else int(value)
 
+    # -- bit-reversed keys' counters ------------------------------------------------
+
+    def counter(self, counter: BitReversedSequence | TableSequence | sa.Sequence) -> None:
+        """A bit-reversed key's counter exists: its native sequence, or its row."""
+        name = counter.name
+        subject = f"sequence {name}"
+        native = isinstance(counter, sa.Sequence) or (
+            isinstance(counter, BitReversedSequence) and native_sequences(self.dialect)
+        )
+        if native:
+            schema = getattr(counter, "schema", None)
+            exists = name in sa.inspect(self.conn).get_sequence_names(schema=schema)
+            fix = f"in a migration: op.create_bit_reversed_sequence({name!r})"
+        else:
+            assert not isinstance(counter, sa.Sequence)  # a Sequence counts as native
+            table = counter.table
+            try:
+                exists = read_next_value(self.conn, name, table=table) is not None
+            except SequencesTableNotFoundError:
+                exists = False
+            fix = f"in a migration: op.create_table_sequence({name!r})"
+            if isinstance(counter, BitReversedSequence):
+                fix = f"in a migration: op.create_bit_reversed_sequence({name!r})"
+        if exists:
+            self.add("schema", subject, OK, f"the bit-reversed key's counter {name!r} exists")
+        else:
+            self.add(
+                "schema",
+                subject,
+                PROBLEM,
+                f"the bit-reversed key's counter {name!r} does not exist: inserts would fail",
+                fix=fix,
+            )
+
     # -- worker leases, clock --------------------------------------------------------
 
     def lease_tables(self) -> dict[str, float | None]:
@@ -615,6 +660,17 @@ class _Run:
         else:
             message = "server_uuid() is not available here: keys are minted on the client"
         self.add("capabilities", "server_uuid()", INFO, message, details={"server_uuid": server})
+
+
+def _counter_of(strategy: object) -> BitReversedSequence | TableSequence | sa.Sequence | None:
+    """The counter behind a bit-reversed key (None: not a bit-reversed key)."""
+    if isinstance(strategy, BitReversedSequence):
+        return strategy
+    if isinstance(strategy, BitReversed) and isinstance(
+        strategy.source, BitReversedSequence | TableSequence | sa.Sequence
+    ):
+        return strategy.source
+    return None
 
 
 def _past(largest: int | None) -> str:

@@ -394,3 +394,27 @@ def test_a_snowflake_lease_sets_the_clock_limit(engines: Any) -> None:
     clock = found[("clock", "server")]
     assert clock.status == "ok"
     assert clock.details["max_skew_s"] == 1.5
+
+
+def test_a_bit_reversed_keys_counter_must_exist(fresh: tuple[Engine, str]) -> None:
+    from sqlalchemy_seqkeys import bit_reversed_sequence
+
+    engine, _ = fresh
+    models = make_models()
+    account_id = bit_reversed_sequence("doc_account_id", metadata=models.metadata)
+    sa.Table(
+        "doc_accounts",
+        models.metadata,
+        sa.Column("id", sa.BigInteger, primary_key=True, default=account_id),
+    )
+    create(engine, models)  # create_all creates the counter too (metadata=)
+    found = {(f.check, f.subject): f.status for f in doctor(engine, models.metadata).findings}
+    assert found[("schema", "sequence doc_account_id")] == "ok"
+    with engine.begin() as conn:
+        account_id.drop(conn)
+    report = doctor(engine, models.metadata)
+    assert problems(report) == [("schema", "sequence doc_account_id")]
+    assert (
+        report.problems[0].fix
+        == "in a migration: op.create_bit_reversed_sequence('doc_account_id')"
+    )
