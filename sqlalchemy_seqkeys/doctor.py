@@ -415,7 +415,10 @@ class _Run:
                 f"sequence {name}",
                 PROBLEM,
                 f"the sequences table has no row for {name!r}",
-                fix=f"in a migration: op.create_table_sequence({name!r}, start={start})",
+                fix=f"in a migration: op.create_pooled_sequence({name!r}, "
+                f"{strategy.allocation_size}, start={start})"
+                if isinstance(strategy, PooledSequence)
+                else f"in a migration: op.create_table_sequence({name!r}, start={start})",
             )
             return
         table = key.column.table

@@ -418,3 +418,14 @@ def test_a_bit_reversed_keys_counter_must_exist(fresh: tuple[Engine, str]) -> No
         report.problems[0].fix
         == "in a migration: op.create_bit_reversed_sequence('doc_account_id')"
     )
+
+
+def test_a_missing_pooled_sequence(fresh: tuple[Engine, str]) -> None:
+    engine, _ = fresh
+    models = make_models()
+    create(engine, models)
+    with engine.begin() as conn:  # its native sequence, or its row where there is none
+        models.item_id.drop(conn)
+    report = doctor(engine, models.metadata)
+    assert problems(report) == [("schema", "sequence doc_item_id")]
+    assert "op.create_pooled_sequence('doc_item_id', 10" in (report.problems[0].fix or "")
