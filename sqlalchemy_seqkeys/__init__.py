@@ -52,6 +52,8 @@ from .snowflake import (
     unrotate_digits,
 )
 from .timerange import comb_bounds, snowflake_bounds, uuid7_bounds
+from .typeid import TypeID, TypeIDDefault, new_typeid, typeid_default
+from .typeid_sql import TypeIDType
 from .types import CombGuid, CombGuidDefault, comb_guid
 from .uuid7 import new_uuid7, uuid7_timestamp
 from .uuid7_sql import UuidV7, uuidv7
@@ -76,6 +78,9 @@ __all__ = [
     "Snowflake",
     "SnowflakeLayout",
     "TableSequence",
+    "TypeID",
+    "TypeIDDefault",
+    "TypeIDType",
     "UuidV7",
     "WorkerLease",
     "__version__",
@@ -91,6 +96,7 @@ __all__ = [
     "drop_table_sequence_async",
     "farm_fingerprint",
     "new_comb",
+    "new_typeid",
     "new_uuid7",
     "pooled_sequence",
     "resync_pooled_sequence",
@@ -105,6 +111,7 @@ __all__ = [
     "snowflake_bounds",
     "spanner_shard_column",
     "spanner_string",
+    "typeid_default",
     "unrotate_digits",
     "uuid7_bounds",
     "uuid7_timestamp",

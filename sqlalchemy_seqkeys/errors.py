@@ -30,6 +30,7 @@ __all__ = [
     "InvalidSnowflakeError",
     "InvalidTimeRangeError",
     "InvalidTimestampError",
+    "InvalidTypeIDError",
     "LeaseTableOutdatedError",
     "MigrationError",
     "MissingExtraError",
@@ -100,6 +101,15 @@ class InvalidGuidError(SeqKeysError, TypeError):
 
     Example: binding ``12345`` to a :class:`CombGuid` column raises it; pass a
     ``uuid.UUID`` or its 36-character string.
+    """
+
+
+class InvalidTypeIDError(SeqKeysError, ValueError):
+    """A TypeID that breaks the TypeID specification, or has another type's prefix.
+
+    Example: ``TypeID.parse("user_00000000000000000000000000", prefix="order")``
+    raises it, and so does binding a ``user_...`` id to a
+    ``TypeIDType("order")`` column; pass an id of the column's type.
     """
 
 

@@ -1,0 +1,156 @@
+"""``TypeIDType``: a TypeID column stored as the engine's 16-byte UUID, read as a TypeID.
+
+The column keeps the UUID only; the prefix belongs to the column, so the key
+takes 16 bytes and sorts in time order where the storage does::
+
+    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+    from sqlalchemy_seqkeys import TypeID, TypeIDType, typeid_default
+
+    class Base(DeclarativeBase):
+        pass
+
+    class User(Base):
+        __tablename__ = "users"
+        id: Mapped[TypeID] = mapped_column(
+            TypeIDType("user"), primary_key=True, default=typeid_default("user")
+        )
+
+The storage is :class:`~sqlalchemy_seqkeys.CombGuid`'s 16-byte form, whose
+conversions this type calls: native ``UUID`` on PostgreSQL, ``BINARY(16)`` on
+MySQL and MariaDB (``native_uuid=True``: MariaDB's own ``UUID`` from 10.11.5),
+``BLOB`` on SQLite, ``BYTES(16)`` on Spanner, ``UNIQUEIDENTIFIER`` on SQL Server
+and ``RAW(16)`` on Oracle.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import types as sqltypes
+from sqlalchemy.engine.interfaces import Dialect
+
+from .errors import InvalidTypeIDError
+from .typeid import TypeID, check_prefix
+from .types import CombGuid
+
+__all__ = ["TypeIDType"]
+
+
+class TypeIDType(sqltypes.TypeDecorator[TypeID]):
+    """A column of TypeIDs of one type: stores the UUID in 16 bytes, returns :class:`TypeID`.
+
+    Binds take a :class:`~sqlalchemy_seqkeys.TypeID` or its text with the
+    column's prefix (another prefix raises
+    :class:`~sqlalchemy_seqkeys.InvalidTypeIDError`, which SQLAlchemy wraps
+    in a ``StatementError`` when it happens in a statement), or a bare
+    ``uuid.UUID`` (it carries no type, the column gives it one). Rows come
+    back as ``TypeID`` objects with the column's prefix.
+
+    :param prefix: the type of the ids, such as ``"user"`` (``""`` for none).
+    :param native_uuid: on MariaDB 10.11.5 and later, store in MariaDB's own
+        ``UUID`` type (as :class:`~sqlalchemy_seqkeys.CombGuid` with
+        ``native_uuid=True``) instead of ``BINARY(16)``; elsewhere ignored.
+
+    Example::
+
+        id: Mapped[TypeID] = mapped_column(
+            TypeIDType("user"), primary_key=True, default=typeid_default("user")
+        )
+        # a query takes the text an API received:
+        session.get(User, TypeID.parse("user_01h455vb4pex5vsknk084sn02q"))
+    """
+
+    impl = sqltypes.LargeBinary(16)
+    cache_ok = True
+
+    def __init__(self, prefix: str, *, native_uuid: bool = False) -> None:
+        super().__init__()
+        self.prefix = check_prefix(prefix)
+        if not isinstance(native_uuid, bool):
+            raise InvalidTypeIDError(
+                f"TypeIDType(native_uuid=...) takes True or False, not {native_uuid!r:.80}"
+            )
+        self.native_uuid = native_uuid
+        self._guid = CombGuid(native_uuid=True) if self.native_uuid else CombGuid(binary=True)
+
+    def __repr__(self) -> str:
+        extra = ", native_uuid=True" if self.native_uuid else ""
+        return f"TypeIDType(prefix={self.prefix!r}{extra})"
+
+    @property
+    def python_type(self) -> type[TypeID]:
+        return TypeID
+
+    def _uuid(self, value: Any) -> uuid.UUID:
+        if isinstance(value, TypeID):
+            if value.prefix != self.prefix:
+                raise InvalidTypeIDError(
+                    f"{str(value)!r} is a TypeID of type {value.prefix!r}, but the column is "
+                    f"{self!r}: pass an id of type {self.prefix!r}"
+                )
+            return value.uuid
+        if isinstance(value, str):
+            return TypeID.parse(value, prefix=self.prefix).uuid
+        if isinstance(value, uuid.UUID):
+            return value
+        raise InvalidTypeIDError(
+            f"a {self!r} column takes a TypeID, its text or a uuid.UUID, not "
+            f"{type(value).__name__} {value!r:.80}"
+        )
+
+    def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
+        # the storage CombGuid picks (also what DDL and Alembic see)
+        return self._guid.load_dialect_impl(dialect)
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        return self._guid.process_bind_param(self._uuid(value), dialect)
+
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
+        # CombGuid's own processor (its storage conversion for this dialect) after ours
+        inner = self._guid.dialect_impl(dialect).bind_processor(dialect)
+        to_uuid = self._uuid
+
+        def process(value: Any) -> Any:
+            if value is None:
+                return None
+            value = to_uuid(value)
+            return value if inner is None else inner(value)
+
+        return process
+
+    def process_literal_param(self, value: Any, dialect: Dialect) -> str:
+        return self._guid.process_literal_param(self._uuid(value), dialect)
+
+    def literal_processor(self, dialect: Dialect) -> Callable[[Any], str] | None:
+        inner = self._guid.dialect_impl(dialect).literal_processor(dialect)
+        if inner is None:
+            return None
+        to_uuid = self._uuid
+
+        def process(value: Any) -> str:
+            return inner(to_uuid(value))
+
+        return process
+
+    def result_processor(
+        self, dialect: Dialect, coltype: object
+    ) -> Callable[[Any], TypeID | None] | None:
+        inner = self._guid.dialect_impl(dialect).result_processor(dialect, coltype)
+        prefix = self.prefix
+
+        def process(value: Any) -> TypeID | None:
+            if inner is not None:
+                value = inner(value)
+            if value is None:
+                return None
+            return TypeID(prefix, value)
+
+        return process
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> TypeID | None:
+        guid = self._guid.process_result_value(value, dialect)
+        return None if guid is None else TypeID(self.prefix, guid)
