@@ -210,6 +210,20 @@ class TypeID:
     def __reduce__(self) -> tuple[Any, ...]:
         return (TypeID, (self.prefix, self.uuid))
 
+    # Pydantic (sqlalchemy_seqkeys.pydantic, imported only when a model uses TypeID):
+    # any prefix, text in JSON. Annotated[TypeID, TypeIDPrefix("user")] fixes the prefix.
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from .pydantic import typeid_schema
+
+        return typeid_schema(None)
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> Any:
+        from .pydantic import typeid_json_schema
+
+        return typeid_json_schema(None)
+
 
 def new_typeid(prefix: str) -> TypeID:
     """A new TypeID of type ``prefix``, minted from a UUIDv7 (time-ordered).

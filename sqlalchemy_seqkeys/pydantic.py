@@ -1,0 +1,232 @@
+"""Pydantic types for keys that leave the database as JSON (the ``pydantic`` extra).
+
+JavaScript reads every JSON number as a 64-bit float, exact only up to
+2**53 - 1: ``JSON.parse`` silently rounds a Snowflake id such as
+``1234567890123456789`` to ``1234567890123456800``, and the client then asks
+for a row that does not exist. These annotated types fix the wire form once,
+for models, FastAPI response models and SQLModel:
+
+- :data:`SnowflakeId`: a 63-bit id (0 to 2**63 - 1) that validates from an int
+  or a decimal string and serialises as a **string** in JSON (an int in Python);
+- :data:`JsSafeId`: an id of at most 53 bits (0 to 2**53 - 1) that validates
+  from an int or a decimal string and serialises as a **number**: safe as a
+  JavaScript number, refused if larger;
+- :class:`~sqlalchemy_seqkeys.TypeID` itself (any prefix) and
+  ``Annotated[TypeID, TypeIDPrefix("user")]`` (that prefix only): validate from
+  the text form (or a ``TypeID``), serialise as the text form.
+
+Example::
+
+    >>> from typing import Annotated
+    >>> from pydantic import BaseModel
+    >>> from sqlalchemy_seqkeys import TypeID
+    >>> from sqlalchemy_seqkeys.pydantic import JsSafeId, SnowflakeId, TypeIDPrefix
+    >>> class UserOut(BaseModel):
+    ...     id: SnowflakeId
+    ...     page: JsSafeId
+    ...     public_id: Annotated[TypeID, TypeIDPrefix("user")]
+    >>> out = UserOut(id=1234567890123456789, page="7",
+    ...               public_id="user_01h455vb4pex5vsknk084sn02q")
+    >>> out.model_dump_json()
+    '{"id":"1234567890123456789","page":7,"public_id":"user_01h455vb4pex5vsknk084sn02q"}'
+    >>> UserOut.model_validate_json(out.model_dump_json()) == out
+    True
+
+Importing ``sqlalchemy_seqkeys`` does not import Pydantic; this module does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING, Annotated, Any
+
+from .errors import InvalidSnowflakeError, MissingExtraError
+from .typeid import TypeID, check_prefix
+
+if importlib.util.find_spec("pydantic") is None:
+    raise MissingExtraError(
+        "sqlalchemy_seqkeys.pydantic needs Pydantic 2: pip install 'sqlalchemy-seqkeys[pydantic]'"
+    )
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
+
+if TYPE_CHECKING:
+    from pydantic_core.core_schema import CoreSchema
+
+__all__ = ["IdBits", "JsSafeId", "SnowflakeId", "TypeIDPrefix"]
+
+#: the largest integer a JavaScript number holds exactly (Number.MAX_SAFE_INTEGER)
+JS_MAX_SAFE_INTEGER = 2**53 - 1
+
+
+class IdBits:
+    """The Pydantic behaviour of :data:`SnowflakeId` and :data:`JsSafeId`, for other widths.
+
+    Validates an int (not a bool or float) or a string of decimal digits from 0
+    to ``2**bits - 1``; serialises to JSON as a string (``as_string=True``) or
+    as a number.
+
+    :param bits: the width of the ids, 1 to 64.
+    :param as_string: write the id to JSON as a decimal string; required above
+        53 bits, where JavaScript numbers lose precision.
+
+    Example::
+
+        >>> from typing import Annotated
+        >>> from pydantic import TypeAdapter
+        >>> Id48 = Annotated[int, IdBits(48, as_string=False)]
+        >>> TypeAdapter(Id48).dump_json(2**48 - 1)
+        b'281474976710655'
+    """
+
+    __slots__ = ("as_string", "bits", "maximum")
+
+    def __init__(self, bits: int, *, as_string: bool) -> None:
+        if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 64:
+            raise InvalidSnowflakeError(
+                f"IdBits(bits=...) takes an int from 1 to 64, not {bits!r:.80}"
+            )
+        if not isinstance(as_string, bool):
+            raise InvalidSnowflakeError(
+                f"IdBits(as_string=...) takes True or False, not {as_string!r:.80}"
+            )
+        if bits > 53 and not as_string:
+            raise InvalidSnowflakeError(
+                f"{bits}-bit ids written as JSON numbers are rounded by JavaScript (exact only "
+                "to 2**53 - 1): use as_string=True, or at most 53 bits"
+            )
+        self.bits = bits
+        self.as_string = as_string
+        self.maximum = 2**bits - 1
+
+    def __repr__(self) -> str:
+        return f"IdBits({self.bits}, as_string={self.as_string})"
+
+    def _from_text(self, text: str) -> int:
+        value = int(text)
+        if value > self.maximum:
+            raise ValueError(f"{text} is above {self.maximum}, the largest {self.bits}-bit id")
+        return value
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        digits = len(str(self.maximum))
+        from_int = core_schema.int_schema(ge=0, le=self.maximum, strict=True)
+        from_text = core_schema.no_info_after_validator_function(
+            self._from_text,
+            core_schema.str_schema(pattern=r"^[0-9]+$", max_length=digits, strict=True),
+        )
+        serialization = (
+            core_schema.plain_serializer_function_ser_schema(
+                str, when_used="json", return_schema=core_schema.str_schema()
+            )
+            if self.as_string
+            else None
+        )
+        return core_schema.union_schema(
+            [from_int, from_text],
+            custom_error_type="seqkeys_id",
+            custom_error_message=(
+                f"an id is an integer from 0 to {self.maximum}, as a number or a string of "
+                "decimal digits"
+            ),
+            serialization=serialization,
+        )
+
+
+SnowflakeId = Annotated[int, IdBits(63, as_string=True)]
+"""A 63-bit id (a Snowflake, a bit-reversed or table-sequence BIGINT): a string in JSON.
+
+Validates from an int or a decimal string; ``model_dump()`` gives an int,
+``model_dump_json()`` and FastAPI responses a string that JavaScript keeps exact.
+"""
+
+JsSafeId = Annotated[int, IdBits(53, as_string=False)]
+"""An id of at most 53 bits: a number in JSON, exact in JavaScript; larger ones are refused.
+
+Validates from an int or a decimal string.
+"""
+
+
+class TypeIDPrefix:
+    """``Annotated[TypeID, TypeIDPrefix("user")]``: a TypeID of that type only, text in JSON.
+
+    Validates from the text form (or a :class:`~sqlalchemy_seqkeys.TypeID`);
+    another prefix is a validation error. A plain ``TypeID`` annotation
+    accepts any prefix.
+
+    :param prefix: the type the ids must have.
+
+    Example::
+
+        >>> from typing import Annotated
+        >>> from pydantic import TypeAdapter, ValidationError
+        >>> from sqlalchemy_seqkeys import TypeID
+        >>> users = TypeAdapter(Annotated[TypeID, TypeIDPrefix("user")])
+        >>> users.validate_python("user_01h455vb4pex5vsknk084sn02q").prefix
+        'user'
+        >>> try:
+        ...     users.validate_python("order_01h455vb4pex5vsknk084sn02q")
+        ... except ValidationError:
+        ...     print("refused")
+        refused
+    """
+
+    __slots__ = ("prefix",)
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = check_prefix(prefix)
+
+    def __repr__(self) -> str:
+        return f"TypeIDPrefix({self.prefix!r})"
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return typeid_schema(self.prefix)
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return typeid_json_schema(self.prefix)
+
+
+def typeid_schema(prefix: str | None) -> CoreSchema:
+    """The Pydantic core schema of a TypeID (of ``prefix``, or any when None)."""
+
+    def from_text(text: str) -> TypeID:
+        return TypeID.parse(text, prefix=prefix)
+
+    def from_typeid(value: TypeID) -> TypeID:
+        if prefix is not None and value.prefix != prefix:
+            raise ValueError(f"{str(value)!r} is a TypeID of type {value.prefix!r}, not {prefix!r}")
+        return value
+
+    text = core_schema.no_info_after_validator_function(
+        from_text, core_schema.str_schema(strict=True)
+    )
+    instance = core_schema.no_info_after_validator_function(
+        from_typeid, core_schema.is_instance_schema(TypeID)
+    )
+    return core_schema.json_or_python_schema(
+        json_schema=text,
+        python_schema=core_schema.union_schema([instance, text]),
+        serialization=core_schema.plain_serializer_function_ser_schema(
+            str, when_used="json", return_schema=core_schema.str_schema()
+        ),
+    )
+
+
+def typeid_json_schema(prefix: str | None) -> JsonSchemaValue:
+    """The JSON schema of a TypeID's text form (of ``prefix``, or any when None)."""
+    suffix = "[0-7][0-9a-hjkmnp-tv-z]{25}"
+    if prefix is None:
+        pattern = f"^([a-z]([a-z_]{{0,61}}[a-z])?_)?{suffix}$"
+    elif prefix:
+        pattern = f"^{prefix}_{suffix}$"
+    else:
+        pattern = f"^{suffix}$"
+    return {"type": "string", "format": "typeid", "pattern": pattern}
