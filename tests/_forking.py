@@ -8,9 +8,16 @@ child forked while another thread held the GIL would otherwise never get it.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
+import shlex
+import signal
+import subprocess
+import sysconfig
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +56,121 @@ def fork_marker(request: pytest.FixtureRequest) -> Iterator[str]:
         if isinstance(fork_module._marker, fork_module._PidMarker):
             pytest.skip("no MADV_WIPEONFORK here: the pid check is the one in use")
         yield request.param
+
+
+# -- forking from C, as uWSGI's master does ------------------------------------------------
+
+_FORK_FROM_C = r"""
+#include <Python.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+/* uWSGI's master forks its workers from C while it holds the GIL: a Python
+   thread of the master that wants the GIL meanwhile (a lease's renewal, a
+   refill) waits, and asks for it. With --py-call-osafterfork (or
+   --py-call-uwsgi-fork-hooks) the worker runs PyOS_AfterFork_Child() before
+   any Python; without, nothing. `busy_us`: how long the master ran C code
+   before the fork. */
+int seqkeys_fork_from_c(long busy_us, int after_fork_child) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < busy_us);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a child never outlives the test process */
+        if (after_fork_child) PyOS_AfterFork_Child();
+    }
+    return (int)pid;
+}
+"""
+
+
+def fork_from_c(build_dir: Path) -> Callable[[int, bool], int]:
+    """``fork(busy_us, after_fork_child)``: libc ``fork()`` from C with the GIL held.
+
+    Compiled into ``build_dir`` with the C compiler CPython was built with (a
+    test without one is skipped, and fails under CI). ``after_fork_child``
+    runs ``PyOS_AfterFork_Child()`` in the child first, as uWSGI does when
+    asked to (and as ``os.fork()`` does).
+    """
+    source, library = build_dir / "fork_from_c.c", build_dir / "fork_from_c.so"
+    if not library.exists():
+        source.write_text(_FORK_FROM_C)
+        compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
+        command = [
+            *compiler,
+            "-shared",
+            "-fPIC",
+            "-O1",
+            f"-I{sysconfig.get_paths()['include']}",
+            str(source),
+            "-o",
+            str(library),
+        ]
+        try:
+            subprocess.run(command, check=True, capture_output=True, timeout=120)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            message = f"cannot compile the C fork helper ({' '.join(command)}): {exc}"
+            if os.environ.get("CI"):
+                pytest.fail(message)
+            pytest.skip(message)
+    function = ctypes.PyDLL(str(library)).seqkeys_fork_from_c  # PyDLL: the GIL stays held
+    function.restype = ctypes.c_int
+    function.argtypes = [ctypes.c_long, ctypes.c_int]
+    return lambda busy_us, after_fork_child: int(function(busy_us, int(after_fork_child)))
+
+
+# -- no forked process outlives its test ------------------------------------------------------
+
+
+def _children() -> dict[int, bytes]:
+    """This process's live children (not zombies): pid -> command line."""
+    me, found = os.getpid(), {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:  # gone meanwhile
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if int(ppid) == me and state != "Z":
+            found[int(entry.name)] = cmdline
+    return found
+
+
+@pytest.fixture
+def no_stragglers() -> Iterator[None]:
+    """Fail a test after which a process it forked (or a test helper it ran) still lives.
+
+    Such a process is killed first: a forked child hung in the interpreter
+    would otherwise run forever. Servers the suite starts on first use (their
+    command lines are not this interpreter's) are left alone.
+    """
+    if not Path("/proc/self/stat").exists():
+        yield
+        return
+    before = set(_children())
+    ours = Path("/proc/self/cmdline").read_bytes()
+    yield
+    deadline = time.monotonic() + 5.0
+    while True:
+        left = {
+            pid: cmd
+            for pid, cmd in _children().items()
+            if pid not in before and (cmd == ours or b"tests.faults." in cmd)
+        }
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    assert not left, f"{len(left)} process(es) outlived the test (killed): {sorted(left)}"

@@ -11,7 +11,11 @@ its values back through a pipe, and no value may appear on both sides.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import select
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -19,13 +23,28 @@ from functools import partial
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
-from sqlalchemy_seqkeys import CombGuidDefault, CombLayout, comb_guid, new_comb, new_uuid7
+from sqlalchemy_seqkeys import (
+    CombGuidDefault,
+    CombLayout,
+    Snowflake,
+    TableSequence,
+    WorkerLease,
+    comb_guid,
+    create_table_sequence,
+    new_comb,
+    new_uuid7,
+    sequences_table,
+    workers_table,
+)
 from sqlalchemy_seqkeys import _fork as fork_module
 from sqlalchemy_seqkeys import uuid7 as uuid7_module
 from sqlalchemy_seqkeys.comb import comb_minter, comb_minter_many
+from tests._forking import fork_from_c, no_stragglers  # noqa: F401 - a fixture
 from tests._forking import libc_fork as _libc_fork
-from tests._helpers import in_forked_child, in_threads
+from tests._helpers import fresh_table, in_forked_child, in_threads
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only"),
@@ -161,3 +180,165 @@ def test_a_forked_child_draws_a_process_token_of_its_own(how: str) -> None:
     first, again = (int(x) for x in data.split(","))
     assert first == again != parent
     assert fork_module.process_token() == parent
+
+
+# -- a process with a background thread, forked from C as uWSGI's master forks -------------
+#
+# CPython itself hangs a child forked by a bare libc fork() while another Python
+# thread waited for the GIL (a lease's renewal, a table sequence's refill, any
+# thread): the child inherits the waiter's request for the GIL, and its first
+# hand-over waits forever for a thread that does not exist there, before any
+# library code runs. PyOS_AfterFork_Child() (which os.fork() calls, and uWSGI
+# with --py-call-osafterfork) re-creates the GIL first. The library's part: a
+# child that runs gets ids and values of its own, and waits on no lock a
+# parent's thread held. docs/production.md ("Forks") says which forks are safe.
+
+#: busy C time before each fork: past CPython's 5 ms switch interval, so a
+#: thread that woke meanwhile is waiting for the GIL, and has asked for it
+BUSY_US = 8_000
+CHILD_TIMEOUT_S = 10.0
+
+
+@pytest.fixture(scope="module")
+def c_fork(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int, bool], int]:
+    return fork_from_c(tmp_path_factory.mktemp("fork_from_c"))
+
+
+def _in_child_forked_from_c(
+    fork: Callable[[int, bool], int],
+    after_fork_child: bool,
+    child: Callable[[], str],
+    timeout: float = CHILD_TIMEOUT_S,
+) -> str | None:
+    """What ``child`` returned in a child forked from C; None if the child hung (killed)."""
+    read_fd, write_fd = os.pipe()
+    pid = fork(BUSY_US, after_fork_child)
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            os.close(read_fd)
+            try:
+                text = child()
+            except Exception as exc:  # reported to the parent as text
+                text = f"{type(exc).__name__}: {exc}"
+            view = memoryview(text.encode())
+            while view:
+                view = view[os.write(write_fd, view) :]
+        finally:
+            os._exit(0)
+    assert pid > 0, f"fork() failed: {ctypes.get_errno()}"
+    os.close(write_fd)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            ready, _, _ = select.select([read_fd], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                return None
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks).decode()
+            chunks.append(chunk)
+    finally:
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+
+
+@pytest.fixture
+def pg(engines: Any) -> Engine:
+    engine: Engine = engines.get("postgresql")
+    return engine
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_stragglers")
+def test_a_leasing_process_forked_from_c_with_after_fork_never_hangs_a_child(
+    c_fork: Callable[[int, bool], int], pg: Engine
+) -> None:
+    """200 children of a process renewing a 0.3 s lease, each leasing its own worker id."""
+    with fresh_table(pg, workers_table):
+        engine = sa.create_engine(pg.url)
+        lease = WorkerLease(engine, ttl=0.3, max_worker_id=1023)
+        ids = Snowflake(worker_id=lease)
+
+        def child() -> str:
+            minted = [ids() for _ in range(50)]
+            assert isinstance(ids.lease, WorkerLease)
+            ids.lease.close()
+            return " ".join(map(str, minted))
+
+        outputs = [_in_child_forked_from_c(c_fork, True, child) for _ in range(200)]
+        lease.close()
+        engine.dispose()
+    assert outputs.count(None) == 0, f"{outputs.count(None)} of 200 children hung"
+    failed = [text for text in outputs if text is not None and not text[:1].isdigit()]
+    assert not failed, failed[:3]
+    minted = [int(v) for text in outputs if text for v in text.split()]
+    assert len(minted) == len(set(minted)) == 200 * 50
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_stragglers")
+def test_a_refilling_process_forked_from_c_with_after_fork_never_hangs_a_child(
+    c_fork: Callable[[int, bool], int], pg: Engine
+) -> None:
+    """200 children of a process whose async_batch sequence refills in threads."""
+    with fresh_table(pg, sequences_table):
+        create_table_sequence(pg, "refilled")
+        engine = sa.create_engine(pg.url)
+        sequence = TableSequence("refilled", mode="async_batch", batch_size=20, low_watermark=10)
+        parent: list[int] = []
+
+        def child() -> str:
+            engine.dispose(close=False)  # SQLAlchemy's rule in a forked child
+            return " ".join(map(str, sequence.next_values(engine, 10)))
+
+        outputs = []
+        for _ in range(200):
+            parent += sequence.next_values(engine, 30)  # a refill thread is often under way
+            outputs.append(_in_child_forked_from_c(c_fork, True, child))
+        engine.dispose()
+    assert outputs.count(None) == 0, f"{outputs.count(None)} of 200 children hung"
+    failed = [text for text in outputs if text is not None and not text[:1].isdigit()]
+    assert not failed, failed[:3]
+    taken = [int(v) for text in outputs if text for v in text.split()]
+    assert len(taken) == len(set(taken)) == 200 * 10
+    assert not set(taken) & set(parent)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_stragglers")
+@pytest.mark.parametrize("thread", ["a lease's renewal", "a plain Python thread"])
+def test_without_after_fork_cpython_can_hang_the_child(
+    c_fork: Callable[[int, bool], int], pg: Engine, thread: str
+) -> None:
+    """The documented limit: a bare fork() beside a thread that wants the GIL.
+
+    No library code runs in these children, and a plain thread does the same:
+    the hang is CPython's (measured: 41 of 300 children of a 0.3 s lease).
+    """
+    stop = threading.Event()
+    with fresh_table(pg, workers_table):
+        engine = sa.create_engine(pg.url)
+        if thread == "a lease's renewal":
+            lease: WorkerLease | None = WorkerLease(engine, ttl=0.3)
+        else:
+            lease = None
+
+            def wakes_up() -> None:
+                while not stop.wait(0.01):
+                    sum(range(1000))
+
+            threading.Thread(target=wakes_up, daemon=True).start()
+        try:
+            hung = 0
+            for _ in range(150):
+                if _in_child_forked_from_c(c_fork, False, lambda: "ran", timeout=2.0) is None:
+                    hung += 1
+                    break  # shown; the child was killed
+        finally:
+            stop.set()
+            if lease is not None:
+                lease.close()
+            engine.dispose()
+    assert hung, "no child hung: CPython may have fixed it; update docs/production.md"

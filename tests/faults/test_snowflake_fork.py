@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import ForkedWorkerError, Snowflake, WorkerLease, workers_table
 from sqlalchemy_seqkeys.workers import server_now_ms
-from tests._forking import libc_fork_when_quiet
+from tests._forking import libc_fork, libc_fork_when_quiet, no_stragglers  # noqa: F401
 from tests._helpers import fresh_table, in_forked_child, in_threads
 
 pytestmark = [
@@ -235,3 +235,38 @@ def test_a_child_of_an_asyncio_lease_refuses_until_bound_to_its_own(
     assert {ids.decode(v).worker_id for v in child} != {worker_id}
     assert {ids.decode(v).worker_id for v in parent} == {worker_id}
     assert not set(child) & set(parent)
+
+
+@pytest.mark.usefixtures("no_stragglers")
+def test_a_libc_forked_child_waits_on_no_lock_a_parents_thread_held(
+    lease_engine: Engine,
+) -> None:
+    """At the fork, the parent's threads were inside the lease's locks (its renewal
+    thread waits on the closing Event's lock between renewals): the child mints, and
+    closes its copy of the parent's lease (a shutdown hook would), without waiting."""
+    engine = sa.create_engine(lease_engine.url)
+    lease = WorkerLease(engine, ttl=10, max_worker_id=15)
+    ids = Snowflake(worker_id=lease)
+    ids()
+    held = [lease._closed._cond, lease._bind_lock, lease._renew_lock]  # type: ignore[attr-defined]
+    for lock in held:
+        lock.acquire()
+    try:
+
+        def in_the_child() -> str:
+            minted = [ids() for _ in range(100)]
+            lease.close()  # the parent's lease: its row stays the parent's
+            assert isinstance(ids.lease, WorkerLease)
+            ids.lease.close()
+            return " ".join(map(str, minted))
+
+        text = in_forked_child(in_the_child, fork=libc_fork)
+    finally:
+        for lock in held:
+            lock.release()
+    child = _ids(text)
+    assert len(set(child)) == 100
+    assert {ids.decode(v).worker_id for v in child} != {lease.worker_id}
+    assert lease.valid  # untouched by the child's close
+    lease.close()
+    engine.dispose()
