@@ -25,6 +25,7 @@ from .bitreverse import BitReversed, BitReversedSequence, bit_reversed_sequence,
 from .comb import CombLayout, comb_timestamp, new_comb
 from .doctor import DoctorFinding, DoctorReport, doctor, doctor_async
 from .errors import *  # noqa: F403 - every error, listed once in errors.__all__
+from .opaque import UuidV47
 from .pooled import (
     PooledSequence,
     pooled_sequence,
@@ -81,6 +82,7 @@ __all__ = [
     "TypeID",
     "TypeIDDefault",
     "TypeIDType",
+    "UuidV47",
     "UuidV7",
     "WorkerLease",
     "__version__",

@@ -25,6 +25,7 @@ __all__ = [
     "InvalidBitReversalError",
     "InvalidGuidError",
     "InvalidLayoutError",
+    "InvalidOpaqueIdError",
     "InvalidSequenceError",
     "InvalidShardError",
     "InvalidSnowflakeError",
@@ -110,6 +111,14 @@ class InvalidTypeIDError(SeqKeysError, ValueError):
     Example: ``TypeID.parse("user_00000000000000000000000000", prefix="order")``
     raises it, and so does binding a ``user_...`` id to a
     ``TypeIDType("order")`` column; pass an id of the column's type.
+    """
+
+
+class InvalidOpaqueIdError(SeqKeysError, ValueError):
+    """A secret or an id the opaque public-id mapping cannot take.
+
+    Example: ``UuidV47(b"short")`` raises it (the secret is 16 bytes), and so
+    does ``UuidV47(key).decode(...)`` of a UUID that is not version 4.
     """
 
 
