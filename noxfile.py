@@ -97,9 +97,14 @@ def _constraints_file(session: nox.Session) -> Path:
     return path
 
 
-def _pytest(session: nox.Session) -> None:
+#: the lowest set checks behaviour; types are checked against the newest releases (as a
+#: developer installs them): SQLAlchemy 2.0's and matplotlib 3.8's annotations are older
+LOWEST_DESELECT = ["--deselect", "tests/test_quality.py::test_mypy_strict"]
+
+
+def _pytest(session: nox.Session, *extra: str) -> None:
     session.run("python", "-m", "pip", "list", "--format=freeze", silent=False)
-    session.run("python", "-m", "pytest", *(session.posargs or DEFAULT_PYTEST_ARGS))
+    session.run("python", "-m", "pytest", *(session.posargs or DEFAULT_PYTEST_ARGS), *extra)
 
 
 @nox.session(python=LOWEST_PYTHON)
@@ -107,7 +112,7 @@ def lowest(session: nox.Session) -> None:
     """The whole suite with every runtime requirement at its lower bound, on the lowest Python."""
     constraints = _constraints_file(session)
     session.install("-c", str(constraints), "-e", ".[test]")
-    _pytest(session)
+    _pytest(session, *LOWEST_DESELECT)
 
 
 @nox.session(python=NEWEST_PYTHON)

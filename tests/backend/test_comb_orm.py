@@ -160,7 +160,8 @@ def test_an_executemany_mints_its_rows_values_at_once_in_row_order(
             sa.Column("n", sa.Integer, nullable=False),
         )
         assert table.c.id.default is not None
-        assert table.c.id.default._given_arg is default  # what SQLAlchemy copies and compares
+        if hasattr(table.c.id.default, "_given_arg"):  # SQLAlchemy 2.1 keeps what was given
+            assert table.c.id.default._given_arg is default  # what it copies and compares
         copy = table.to_metadata(sa.MetaData(), name=f"seqkeys_{kind}_copy")
         metadata.drop_all(engine)
         metadata.create_all(engine)

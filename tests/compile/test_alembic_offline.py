@@ -64,7 +64,15 @@ def test_offline_sql_matches_the_snapshot(project: Path, name: str) -> None:
     snapshot = SNAPSHOTS / f"{name}.sql"
     if os.environ.get("SEQKEYS_UPDATE_SNAPSHOTS"):
         snapshot.write_text(sql)
-    assert sql == snapshot.read_text()
+    assert _own(sql) == _own(snapshot.read_text())
+
+
+def _own(sql: str) -> str:
+    """``sql`` less Alembic's bookkeeping that SQLAlchemy versions write differently.
+
+    SQLAlchemy 2.1 adds ``RETURNING`` to the version row's INSERT on MariaDB, 2.0 does not.
+    """
+    return sql.replace(" RETURNING alembic_version.version_num;", ";")
 
 
 def test_the_snapshots_say_what_each_engine_gets() -> None:

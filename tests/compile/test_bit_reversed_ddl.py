@@ -41,7 +41,7 @@ EXPECTED = {
 }
 DIALECTS: dict[str, Any] = {
     "spanner": spanner_dialect,
-    "postgresql": postgresql.dialect,
+    "postgresql": postgresql.psycopg.dialect,  # SQLAlchemy 2.0's default is psycopg2
     "mariadb": mariadb_dialect,
     "mssql": mssql.dialect,
     "oracle": oracle.dialect,

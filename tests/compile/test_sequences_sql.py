@@ -73,7 +73,8 @@ def test_sequences_table_is_idempotent_and_checked() -> None:
 
 def test_allocation_statements_are_one_round_trip_with_bound_names() -> None:
     returning = table_module._returning_statement("sequences")
-    pg = one_line(returning.compile(dialect=postgresql.dialect()))
+    # psycopg (3): the suite's driver, and SQLAlchemy 2.1's default (2.0's is psycopg2)
+    pg = one_line(returning.compile(dialect=postgresql.psycopg.dialect()))
     assert pg == (
         "UPDATE sequences SET next_value=(sequences.next_value + %(n)s::BIGINT) "
         "WHERE sequences.name = %(seq_name)s::VARCHAR AND "
