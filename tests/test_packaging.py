@@ -1,5 +1,15 @@
-"""The wheel is the library: what an installed user needs, no benchmark code, no optional imports.
+"""The release, checked as a package index and a user would: sdist and wheel, installed clean.
 
+- ``python -m build`` makes the sdist and the wheel; ``twine check --strict``
+  passes both (metadata, and the README rendered as the index renders it); both
+  carry the version of ``sqlalchemy_seqkeys/__init__.py``.
+- The wheel, installed into a new virtual environment with no extra, pulls in
+  only SQLAlchemy (and what SQLAlchemy requires), imports, and runs
+  ``seqkeys demo`` on SQLite.
+- The sdist carries the tests, benchmarks and project files its unit tests
+  need; installed into a new virtual environment (the package from the sdist,
+  the test tools borrowed from this one), ``tests/unit`` passes against the
+  installed package, not a source tree.
 - The wheel carries the package, ``py.typed`` and the Alembic template, and no
   benchmark (``benchmarks/``, the old ``sqlalchemy_seqkeys/bench``, ``hotspots``).
 - Installed from that wheel into a fresh virtual environment with only the
@@ -21,8 +31,11 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import sysconfig
+import tarfile
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from packaging.requirements import Requirement
@@ -31,16 +44,145 @@ ROOT = Path(__file__).parent.parent
 MODELS = ROOT / "tests" / "alembic_project" / "models.py"
 
 
+class Dists(NamedTuple):
+    sdist: Path
+    wheel: Path
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
-        check=True,
+def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
+    """The sdist and the wheel, built as a release is: ``python -m build``."""
+    out = tmp_path_factory.mktemp("dist")
+    result = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(ROOT)],
         capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
     )
-    (built,) = out.glob("sqlalchemy_seqkeys-*.whl")
-    return built
+    assert result.returncode == 0, result.stdout + result.stderr
+    (sdist,) = out.glob("sqlalchemy_seqkeys-*.tar.gz")
+    (wheel,) = out.glob("sqlalchemy_seqkeys-*.whl")
+    return Dists(sdist, wheel)
+
+
+@pytest.fixture(scope="module")
+def wheel(dists: Dists) -> Path:
+    return dists.wheel
+
+
+def _venv(path: Path) -> Path:
+    """A new virtual environment without pip (this one's pip installs into it); its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    return path / "bin" / "python"
+
+
+def _pip_into(python: Path, *args: str | Path) -> None:
+    command = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *args]
+    result = subprocess.run(
+        [str(a) for a in command], capture_output=True, text=True, check=False, timeout=600
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
+@pytest.mark.slow
+def test_twine_check_strict_passes_the_sdist_and_the_wheel(dists: Dists) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", str(dists.sdist), str(dists.wheel)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("PASSED") == 2, result.stdout
+
+
+@pytest.mark.slow
+def test_both_carry_the_package_version(dists: Dists) -> None:
+    version = sqlalchemy_seqkeys_version()
+    assert dists.sdist.name == f"sqlalchemy_seqkeys-{version}.tar.gz"
+    assert dists.wheel.name == f"sqlalchemy_seqkeys-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(dists.wheel) as zf:
+        metadata = zf.read(f"sqlalchemy_seqkeys-{version}.dist-info/METADATA").decode()
+    assert f"\nVersion: {version}\n" in metadata
+    assert "\nRequires-Python: >=3.10\n" in metadata
+    assert "\nDescription-Content-Type: text/markdown\n" in metadata
+
+
+def sqlalchemy_seqkeys_version() -> str:
+    text = (ROOT / "sqlalchemy_seqkeys" / "__init__.py").read_text(encoding="utf-8")
+    (line,) = [x for x in text.splitlines() if x.startswith("__version__ = ")]
+    return line.split('"')[1]
+
+
+@pytest.mark.slow
+def test_sdist_carries_what_its_unit_tests_need(dists: Dists) -> None:
+    with tarfile.open(dists.sdist) as tf:
+        names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
+    for expected in (
+        "pyproject.toml",
+        "README.md",
+        "CHANGELOG.md",
+        "CONTRIBUTING.md",
+        "sqlalchemy_seqkeys/__init__.py",
+        "sqlalchemy_seqkeys/py.typed",
+        "alembic_templates/seqkeys/env.py",
+        "tests/__init__.py",
+        "tests/conftest.py",
+        "tests/unit/test_version.py",
+        "benchmarks/__init__.py",
+    ):
+        assert expected in names, expected
+    junk = [n for n in names if n.startswith((".venv/", ".nox/", "site/", ".git/", "dist/"))]
+    assert not junk, junk[:10]
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_clean_without_extras_and_runs(wheel: Path, tmp_path: Path) -> None:
+    python = _venv(tmp_path / "venv")
+    _pip_into(python, wheel)
+    listed = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "list", "--format=json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    installed = {d["name"].lower().replace("_", "-") for d in json.loads(listed.stdout)}
+    assert installed <= _allowed_distributions() | {"pip"}, installed
+    env = _clean_env()
+    probe = (
+        "import sys, sqlalchemy_seqkeys as s; "
+        "print(s.__version__); print(s.__file__.startswith(sys.prefix))"
+    )
+    out = _run(tmp_path, env, python, "-c", probe).split()
+    assert out == [sqlalchemy_seqkeys_version(), "True"]
+    demo = _run(tmp_path, env, python.parent / "seqkeys", "demo")
+    assert "seqkeys_demo" in demo or "comb" in demo.lower(), demo
+
+
+@pytest.mark.slow
+def test_unit_tests_pass_against_the_installed_sdist(dists: Dists, tmp_path: Path) -> None:
+    python = _venv(tmp_path / "venv")
+    _pip_into(python, "--no-deps", dists.sdist)
+    # the test tools and optional dependencies come from this environment, after the venv's own
+    purelib = sysconfig.get_paths()["purelib"]
+    (venv_purelib,) = (tmp_path / "venv" / "lib").glob("python*/site-packages")
+    (venv_purelib / "_borrowed_test_tools.pth").write_text(purelib + "\n", encoding="utf-8")
+    with tarfile.open(dists.sdist) as tf:
+        tf.extractall(tmp_path / "src", filter="data")
+    (source,) = (tmp_path / "src").iterdir()
+    shutil.rmtree(source / "sqlalchemy_seqkeys")  # the installed package is the one tested
+    env = _clean_env()
+    where = _run(source, env, python, "-c", "import sqlalchemy_seqkeys as s; print(s.__file__)")
+    assert Path(where.strip()).is_relative_to(venv_purelib), where
+    out = _run(
+        source, env, python, "-m", "pytest", "tests/unit", "-q", "-n", "0", "-p", "no:cacheprovider"
+    )
+    assert " passed" in out, out[-3000:]
 
 
 @pytest.mark.slow
@@ -75,7 +217,7 @@ def _run(cwd: Path, env: dict[str, str], *command: str | Path, ok: bool = True) 
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
         check=False,
     )
     assert (result.returncode == 0) is ok, f"{command}\n{result.stdout}\n{result.stderr}"
@@ -102,8 +244,7 @@ def downgrade():
 @pytest.mark.slow
 def test_alembic_init_and_check_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    bin_dir = venv / "bin"
+    bin_dir = _venv(venv).parent
     # this environment's pip installs into the new one (quicker than bootstrapping its own)
     install = [sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "-q"]
     subprocess.run([*install, f"{wheel}[alembic]"], check=True, capture_output=True)
