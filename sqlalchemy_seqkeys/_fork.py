@@ -23,6 +23,15 @@ keys, a lock) registers itself; in a forked child every registered object's
 hook: :func:`forked`, called on each draw, notices it by a marker word that
 reads 0 in any child (see ``_new_marker``) and runs the reset then. The word
 holds :func:`process_token` in the process that set it.
+
+Nothing on that path may wait for a lock that a thread of the parent held at
+the fork (no thread but the forking one exists in the child): the guard is
+a new lock per pid, and each reset replaces its object's locks rather than
+taking them. What no library can fix: CPython's own GIL. A child forked by a
+bare libc ``fork()`` while another thread waited for the GIL inherits that
+thread's request and hangs at its first hand-over of the GIL, before any of
+this runs, unless ``PyOS_AfterFork_Child()`` re-creates the GIL first (as
+``os.fork()`` does, and uWSGI with ``py-call-osafterfork``).
 """
 
 from __future__ import annotations

@@ -39,7 +39,8 @@ that could break:
   worker id the child then raises :class:`~sqlalchemy_seqkeys.ForkedWorkerError`
   unless ``after_fork`` gives it a worker id of its own; with a
   :class:`~sqlalchemy_seqkeys.WorkerLease` the child leases its own id, once
-  per process however many threads or generators ask at once.
+  per process however many threads or generators ask at once, and leases
+  another after that one is lost (the call that finds it lost raises).
 - **A worker id passes to another process** (a lease handed over after a
   clean close, a crash, or a pause longer than the lease's ttl): each lease
   records in the database the highest timestamp its holder may mint (a

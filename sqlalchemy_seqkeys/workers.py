@@ -55,6 +55,19 @@ Guarantees
 - **Forks**: a forked child (``os.fork()`` or a libc ``fork()``) never mints
   with its parent's lease; its first id leases a worker id of its own, once
   per process, however many threads and generators ask at the same moment.
+  A claim the database refuses raises
+  :class:`~sqlalchemy_seqkeys.WorkerLeaseDatabaseError`, and a later call
+  claims again (not sooner than 0.1 s after, doubling to 30 s). Once that
+  lease is lost, the next call raises
+  :class:`~sqlalchemy_seqkeys.WorkerLeaseLostError` and the one after leases
+  a new worker id. A bare libc ``fork()`` while the renewal thread waits for
+  the GIL can hang the child inside CPython (see ``_fork``): under uWSGI use
+  ``lazy-apps``, a ``postfork`` lease or ``py-call-osafterfork``.
+- **Database errors** on the claim are
+  :class:`~sqlalchemy_seqkeys.WorkerLeaseDatabaseError` (the driver's error is
+  the ``__cause__``). A close that cannot reach the server stops the lease
+  here, logs a warning and raises nothing: the row expires after its ttl, as
+  after a crash, keeping its mark.
 
 asyncio
 -------

@@ -14,6 +14,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import sysconfig
 import time
 from collections.abc import Callable, Iterator
@@ -174,3 +175,9 @@ def no_stragglers() -> Iterator[None]:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
     assert not left, f"{len(left)} process(es) outlived the test (killed): {sorted(left)}"
+
+
+def die_with_parent() -> None:  # pragma: no cover - runs in the child, before exec
+    """``preexec_fn`` for a test helper process: SIGKILL it when the test process dies."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG

@@ -85,8 +85,19 @@ def in_forked_child(
         data = _read_from_child(read_fd, pid)
     finally:
         os.close(read_fd)
-        os.waitpid(pid, 0)
+        _reap(pid)
     return data.decode()
+
+
+def _reap(pid: int) -> None:
+    """Wait for a forked child; one still running after ``CHILD_DEADLINE_S`` is killed."""
+    deadline = time.monotonic() + CHILD_DEADLINE_S
+    while not os.waitpid(pid, os.WNOHANG)[0]:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return
+        time.sleep(0.01)
 
 
 def _read_from_child(fd: int, pid: int) -> bytes:

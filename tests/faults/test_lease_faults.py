@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import NoWorkerIdError, Snowflake, WorkerLease, workers_table
 from sqlalchemy_seqkeys.workers import server_now_ms
+from tests._forking import die_with_parent, no_stragglers  # noqa: F401 - a fixture
 from tests._helpers import fresh_table
 from tests._servers import private_mariadb_url  # noqa: F401 - a fixture
 
@@ -39,6 +40,7 @@ from ._lease_procs import claim, command, mint_paced, read_ids, shifted_clock
 pytestmark = [
     pytest.mark.backend,
     pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="POSIX signals"),
+    pytest.mark.usefixtures("no_stragglers"),  # a helper left running is killed, and fails
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +78,11 @@ def _start(
     log = Path(f"{next(a for a in args if isinstance(a, Path))}.log")
     with log.open("wb") as out:
         process = subprocess.Popen(
-            argv(name, *args), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
+            argv(name, *args),
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,  # not even a killed test run leaves it behind
         )
     _logs[process.pid] = log
     return process

@@ -49,6 +49,7 @@ from tests._helpers import fresh_table, in_forked_child, in_threads
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only"),
     pytest.mark.slow,
+    pytest.mark.usefixtures("no_stragglers"),  # a hung child is killed, and fails its test
 ]
 
 PER_PROCESS = 20_000
@@ -251,7 +252,6 @@ def pg(engines: Any) -> Engine:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("no_stragglers")
 def test_a_leasing_process_forked_from_c_with_after_fork_never_hangs_a_child(
     c_fork: Callable[[int, bool], int], pg: Engine
 ) -> None:
@@ -278,7 +278,6 @@ def test_a_leasing_process_forked_from_c_with_after_fork_never_hangs_a_child(
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("no_stragglers")
 def test_a_refilling_process_forked_from_c_with_after_fork_never_hangs_a_child(
     c_fork: Callable[[int, bool], int], pg: Engine
 ) -> None:
@@ -307,7 +306,6 @@ def test_a_refilling_process_forked_from_c_with_after_fork_never_hangs_a_child(
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("no_stragglers")
 @pytest.mark.parametrize("thread", ["a lease's renewal", "a plain Python thread"])
 def test_without_after_fork_cpython_can_hang_the_child(
     c_fork: Callable[[int, bool], int], pg: Engine, thread: str

@@ -37,9 +37,11 @@ from sqlalchemy_seqkeys import (
     sequences_table,
 )
 from sqlalchemy_seqkeys.sequences.table import read_next_value, received
+from tests._forking import no_stragglers  # noqa: F401 - a fixture
 from tests._helpers import fresh_table
 
-pytestmark = pytest.mark.backend
+# a forked child left running (hung in the interpreter) is killed, and fails its test
+pytestmark = [pytest.mark.backend, pytest.mark.usefixtures("no_stragglers")]
 
 
 @pytest.fixture(params=["sqlite", "postgresql", "mysql"])

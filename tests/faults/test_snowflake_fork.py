@@ -30,6 +30,7 @@ from tests._helpers import fresh_table, in_forked_child, in_threads
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # fork() with threads alive
+    pytest.mark.usefixtures("no_stragglers"),  # a hung child is killed, and fails its test
 ]
 
 PER_PROCESS = 20_000
@@ -237,7 +238,6 @@ def test_a_child_of_an_asyncio_lease_refuses_until_bound_to_its_own(
     assert not set(child) & set(parent)
 
 
-@pytest.mark.usefixtures("no_stragglers")
 def test_a_libc_forked_child_waits_on_no_lock_a_parents_thread_held(
     lease_engine: Engine,
 ) -> None:
