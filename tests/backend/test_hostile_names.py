@@ -13,6 +13,7 @@ so a longer name would silently be another sequence.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -32,12 +33,14 @@ from sqlalchemy_seqkeys import (
     drop_table_sequence,
     pooled_sequence,
     resync_pooled_sequence,
+    resync_pooled_sequence_async,
     resync_table_sequence,
     reverse_bits,
     sequences_table,
 )
 from sqlalchemy_seqkeys._dialect import incrementing_sequences
 from sqlalchemy_seqkeys.sequences.table import read_next_value
+from tests.conftest import AsyncDatabase
 
 pytestmark = pytest.mark.backend
 
@@ -474,3 +477,37 @@ def test_alembic_operations_refuse_names_over_the_limit_before_any_io(
                     run()
         assert sent == []
         assert not any(n.startswith("aaaa") for n in sa.inspect(conn).get_sequence_names())
+
+
+def test_async_drivers_move_the_pooled_sequence_named(
+    async_server_database: AsyncDatabase, made: _Made
+) -> None:
+    """asyncpg, psycopg's async side, asyncmy and aiomysql: the same names, the same sequences."""
+    sync = async_server_database.sync
+    prepare(sync, made)
+    names = ("q%x", "q%%x", "o'b`x")
+    made_here = [pooled_sequence(n, 10, table=TABLE) for n in names]
+    for sequence in made_here:
+        sequence.drop(sync, checkfirst=True)
+        sequence.create(sync)
+
+    async def main() -> tuple[list[int], int | None, list[int]]:
+        engine = async_server_database.engine()
+        try:
+            first = [await s.next_value_async(engine) for s in made_here]
+            moved = await resync_pooled_sequence_async(
+                engine, "q%x", DATA, COLUMN, sequences_table=TABLE
+            )
+            fresh = [await pooled_sequence(n, 10).next_value_async(engine) for n in names]
+            return first, moved, fresh
+        finally:
+            await engine.dispose()
+
+    try:
+        first, moved, fresh = asyncio.run(main())
+    finally:
+        for sequence in made_here:
+            sequence.drop(sync, checkfirst=True)
+    assert first == [1, 1, 1]
+    assert moved == 5001
+    assert fresh == [5001, 11, 11]
