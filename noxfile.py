@@ -34,7 +34,9 @@ LOWEST_PYTHON = "3.10"
 NEWEST_PYTHON = "3.13"
 PYTHONS = [LOWEST_PYTHON, "3.11", "3.12", NEWEST_PYTHON]
 #: the extras a user installs the library with; their lower bounds are promises
-RUNTIME_EXTRAS = ("postgresql", "mysql", "spanner", "farmhash", "plot", "alembic", "asyncio")
+RUNTIME_EXTRAS = (
+    *("postgresql", "mysql", "spanner", "farmhash", "plot", "alembic", "asyncio", "pydantic"),
+)
 #: the README's test command
 DEFAULT_PYTEST_ARGS = ["-n", "2", "--dist", "loadfile"]
 
