@@ -855,8 +855,8 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         if isinstance(error, SeqKeysError):  # already says what to do
             raise error
         raise SequenceAllocationError(
-            f"the background refill of sequence {self.name!r} failed: "
-            f"{type(error).__name__}: {error}; the next call tries again"
+            f"fetching a block of sequence {self.name!r} failed: "
+            f"{type(error).__name__}: {error}; nothing was handed out, the next call tries again"
         ) from error
 
     @staticmethod
