@@ -41,7 +41,7 @@ import importlib.util
 from typing import TYPE_CHECKING, Annotated, Any
 
 from .errors import InvalidSnowflakeError, MissingExtraError
-from .typeid import TypeID, check_prefix
+from .typeid import check_prefix, pydantic_json_schema, pydantic_schema
 
 if importlib.util.find_spec("pydantic") is None:
     raise MissingExtraError(
@@ -186,47 +186,10 @@ class TypeIDPrefix:
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> CoreSchema:
-        return typeid_schema(self.prefix)
+        schema: CoreSchema = pydantic_schema(self.prefix)
+        return schema
 
     def __get_pydantic_json_schema__(
         self, schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        return typeid_json_schema(self.prefix)
-
-
-def typeid_schema(prefix: str | None) -> CoreSchema:
-    """The Pydantic core schema of a TypeID (of ``prefix``, or any when None)."""
-
-    def from_text(text: str) -> TypeID:
-        return TypeID.parse(text, prefix=prefix)
-
-    def from_typeid(value: TypeID) -> TypeID:
-        if prefix is not None and value.prefix != prefix:
-            raise ValueError(f"{str(value)!r} is a TypeID of type {value.prefix!r}, not {prefix!r}")
-        return value
-
-    text = core_schema.no_info_after_validator_function(
-        from_text, core_schema.str_schema(strict=True)
-    )
-    instance = core_schema.no_info_after_validator_function(
-        from_typeid, core_schema.is_instance_schema(TypeID)
-    )
-    return core_schema.json_or_python_schema(
-        json_schema=text,
-        python_schema=core_schema.union_schema([instance, text]),
-        serialization=core_schema.plain_serializer_function_ser_schema(
-            str, when_used="json", return_schema=core_schema.str_schema()
-        ),
-    )
-
-
-def typeid_json_schema(prefix: str | None) -> JsonSchemaValue:
-    """The JSON schema of a TypeID's text form (of ``prefix``, or any when None)."""
-    suffix = "[0-7][0-9a-hjkmnp-tv-z]{25}"
-    if prefix is None:
-        pattern = f"^([a-z]([a-z_]{{0,61}}[a-z])?_)?{suffix}$"
-    elif prefix:
-        pattern = f"^{prefix}_{suffix}$"
-    else:
-        pattern = f"^{suffix}$"
-    return {"type": "string", "format": "typeid", "pattern": pattern}
+        return pydantic_json_schema(self.prefix)

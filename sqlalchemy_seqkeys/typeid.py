@@ -210,19 +210,15 @@ class TypeID:
     def __reduce__(self) -> tuple[Any, ...]:
         return (TypeID, (self.prefix, self.uuid))
 
-    # Pydantic (sqlalchemy_seqkeys.pydantic, imported only when a model uses TypeID):
-    # any prefix, text in JSON. Annotated[TypeID, TypeIDPrefix("user")] fixes the prefix.
+    # Pydantic: a TypeID field validates from the text form and writes it to JSON
+    # (any prefix; sqlalchemy_seqkeys.pydantic.TypeIDPrefix fixes one).
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
-        from .pydantic import typeid_schema
-
-        return typeid_schema(None)
+        return pydantic_schema(None)
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> Any:
-        from .pydantic import typeid_json_schema
-
-        return typeid_json_schema(None)
+        return pydantic_json_schema(None)
 
 
 def new_typeid(prefix: str) -> TypeID:
@@ -275,3 +271,45 @@ def typeid_default(prefix: str) -> TypeIDDefault:
         )
     """
     return TypeIDDefault(prefix)
+
+
+# -- Pydantic, imported only when a model uses a TypeID ------------------------------
+
+
+def pydantic_schema(prefix: str | None) -> Any:
+    """The Pydantic core schema of a TypeID (of ``prefix``, or any prefix when None)."""
+    from pydantic_core import core_schema
+
+    def from_text(text: str) -> TypeID:
+        return TypeID.parse(text, prefix=prefix)
+
+    def from_typeid(value: TypeID) -> TypeID:
+        if prefix is not None and value.prefix != prefix:
+            raise ValueError(f"{str(value)!r} is a TypeID of type {value.prefix!r}, not {prefix!r}")
+        return value
+
+    text = core_schema.no_info_after_validator_function(
+        from_text, core_schema.str_schema(strict=True)
+    )
+    instance = core_schema.no_info_after_validator_function(
+        from_typeid, core_schema.is_instance_schema(TypeID)
+    )
+    return core_schema.json_or_python_schema(
+        json_schema=text,
+        python_schema=core_schema.union_schema([instance, text]),
+        serialization=core_schema.plain_serializer_function_ser_schema(
+            str, when_used="json", return_schema=core_schema.str_schema()
+        ),
+    )
+
+
+def pydantic_json_schema(prefix: str | None) -> dict[str, Any]:
+    """The JSON schema of a TypeID's text form (of ``prefix``, or any prefix when None)."""
+    suffix = "[0-7][0-9a-hjkmnp-tv-z]{25}"
+    if prefix is None:
+        pattern = f"^([a-z]([a-z_]{{0,61}}[a-z])?_)?{suffix}$"
+    elif prefix:
+        pattern = f"^{prefix}_{suffix}$"
+    else:
+        pattern = f"^{suffix}$"
+    return {"type": "string", "format": "typeid", "pattern": pattern}
