@@ -32,7 +32,6 @@ from .pooled import (
     resync_pooled_sequence,
     resync_pooled_sequence_async,
 )
-from .server_keys import ServerUuid, server_uuid
 from .sequences import (
     SequenceMode,
     TableSequence,
@@ -44,6 +43,7 @@ from .sequences import (
     resync_table_sequence_async,
     sequences_table,
 )
+from .server_keys import ServerUuid, server_uuid
 from .shard import ShardId, farm_fingerprint, shard_of, spanner_shard_column, spanner_string
 from .snowflake import (
     DecodedSnowflake,

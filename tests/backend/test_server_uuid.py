@@ -188,8 +188,12 @@ def test_autogenerate_sees_no_difference(serving_engine: Engine, model: Any) -> 
     from alembic.migration import MigrationContext
 
     import sqlalchemy_seqkeys.alembic
+    import sqlalchemy_seqkeys.alembic.spanner
 
     sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin
+    # Under pytest the plugin can be set up while sqlalchemy-spanner cannot be
+    # imported yet, which skips its reflection patch: apply it (idempotent)
+    sqlalchemy_seqkeys.alembic.spanner.register()
     with serving_engine.connect() as conn:
         ours = model.__tablename__  # other tests' tables may share the database
         opts = {
