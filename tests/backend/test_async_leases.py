@@ -36,6 +36,7 @@ from sqlalchemy_seqkeys import (
     NoWorkerIdError,
     Snowflake,
     WorkerLease,
+    WorkerLeaseDatabaseError,
     WorkerLeaseLostError,
     workers_table,
 )
@@ -423,3 +424,66 @@ def test_processes_racing_for_the_last_free_ids(server_db: AsyncDatabase, tmp_pa
     assert len(won) == 3, results
     assert len(set(won)) == 3
     assert not set(won) & {lease.worker_id for lease in sync_held}
+
+
+# -- database errors on the claim and at close (issue 21, item 7) ---------------------------
+
+
+def test_a_claim_the_database_refuses_is_a_seqkeys_error(
+    async_server_database: AsyncDatabase,
+) -> None:
+    # (aiosqlite leaves the thread of a connection that failed to open running)
+    db = async_server_database
+    unknown = AsyncDatabase(db.label, db.url.set(database="nosuchdb_x"), db.sync)
+
+    async def body(engine: AsyncEngine) -> None:
+        with pytest.raises(WorkerLeaseDatabaseError, match="could not claim a worker id") as info:
+            async with AsyncWorkerLease(engine, ttl=10):
+                pass
+        assert info.value.__cause__ is not None  # the driver's error, kept
+
+    run(unknown, body)
+
+
+def _drop_connection(database: AsyncDatabase, backend: int) -> None:
+    with database.sync.connect() as admin:
+        if database.backend == "postgresql":
+            admin.execute(sa.text("SELECT pg_terminate_backend(:p)"), {"p": backend})
+        else:
+            admin.execute(sa.text(f"KILL {int(backend)}"))
+    time.sleep(0.2)  # the server has closed it
+
+
+@pytest.fixture
+def lease_db(async_server_database: AsyncDatabase) -> Iterator[AsyncDatabase]:
+    with fresh_table(async_server_database.sync, workers_table):
+        yield async_server_database
+
+
+def test_close_on_a_connection_the_server_dropped_releases_on_a_new_one(
+    lease_db: AsyncDatabase,
+) -> None:
+    server_db = lease_db
+
+    async def main() -> int:
+        engine = server_db.engine(pool_size=1, max_overflow=0)
+        try:
+            lease = await AsyncWorkerLease(engine, ttl=10, max_worker_id=3).start()
+            ids = Snowflake(worker_id=lease)
+            ids()
+            assert lease._db is not None  # the lease's own pool (of one connection)
+            sql = (
+                "SELECT pg_backend_pid()"
+                if server_db.backend == "postgresql"
+                else ("SELECT CONNECTION_ID()")
+            )
+            async with lease._db.connect() as conn:
+                backend = int(await conn.scalar(sa.text(sql)))
+            await asyncio.to_thread(_drop_connection, server_db, backend)
+            await lease.close()  # raised the driver's error before
+            return lease.worker_id
+        finally:
+            await engine.dispose()
+
+    worker_id = asyncio.run(main())
+    assert row(server_db, worker_id).expires_at == 0  # released
