@@ -36,6 +36,7 @@ PYTHONS = [LOWEST_PYTHON, "3.11", "3.12", NEWEST_PYTHON]
 #: the extras a user installs the library with; their lower bounds are promises
 RUNTIME_EXTRAS = (
     *("postgresql", "mysql", "spanner", "farmhash", "plot", "alembic", "asyncio", "pydantic"),
+    "fpe",
 )
 #: the README's test command
 DEFAULT_PYTEST_ARGS = ["-n", "2", "--dist", "loadfile"]

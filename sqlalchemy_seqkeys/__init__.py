@@ -25,7 +25,7 @@ from .bitreverse import BitReversed, BitReversedSequence, bit_reversed_sequence,
 from .comb import CombLayout, comb_timestamp, new_comb
 from .doctor import DoctorFinding, DoctorReport, doctor, doctor_async
 from .errors import *  # noqa: F403 - every error, listed once in errors.__all__
-from .opaque import UuidV47
+from .opaque import OpaqueBigint, UuidV47
 from .pooled import (
     PooledSequence,
     pooled_sequence,
@@ -72,6 +72,7 @@ __all__ = [
     "DecodedSnowflake",
     "DoctorFinding",
     "DoctorReport",
+    "OpaqueBigint",
     "PooledSequence",
     "SequenceMode",
     "ServerUuid",
@@ -82,8 +83,8 @@ __all__ = [
     "TypeID",
     "TypeIDDefault",
     "TypeIDType",
-    "UuidV47",
     "UuidV7",
+    "UuidV47",
     "WorkerLease",
     "__version__",
     "bit_reversed_sequence",

@@ -1,4 +1,7 @@
-"""Opaque public ids: show a UUIDv7 key to the outside without its creation time.
+"""Opaque public ids: show a key to the outside without its creation time.
+
+:class:`UuidV47` for UUIDv7 keys (below) and :class:`OpaqueBigint` for Snowflake
+and other BIGINT keys (NIST FF1 over the key's bits; the ``fpe`` extra).
 
 A UUIDv7 key starts with the millisecond it was minted, so anyone who sees it
 reads when the row was created (a user's sign-up time, an order's). The
@@ -42,11 +45,14 @@ under) or accept that old links break.
 
 from __future__ import annotations
 
+import importlib.util
+import math
 import uuid
+from collections.abc import Callable, Sequence
 
-from .errors import InvalidOpaqueIdError
+from .errors import InvalidOpaqueIdError, MissingExtraError
 
-__all__ = ["UuidV47", "siphash24"]
+__all__ = ["OpaqueBigint", "UuidV47", "ff1_decrypt", "ff1_encrypt", "siphash24"]
 
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 _MASK48 = 0xFFFFFFFFFFFF
@@ -220,3 +226,251 @@ class UuidV47:
         timestamp = (value >> 80) ^ self._mask(value)
         value = (value & ~(_MASK48 << 80) & ~(0xF << _VERSION_SHIFT)) | (timestamp << 80)
         return uuid.UUID(int=value | (7 << _VERSION_SHIFT))
+
+
+# -- FF1 (NIST SP 800-38G): a keyed permutation of BIGINT keys -----------------------
+
+
+def _aes_ecb(key: bytes) -> Callable[[bytes], bytes]:
+    """Encryption of 16-byte blocks with AES under ``key`` (16, 24 or 32 bytes)."""
+    if importlib.util.find_spec("cryptography") is None:
+        raise MissingExtraError(
+            "FF1 needs AES from the cryptography package: pip install 'sqlalchemy-seqkeys[fpe]'"
+        )
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    if not isinstance(key, (bytes, bytearray)) or len(key) not in (16, 24, 32):
+        shown = f"{len(key)} bytes" if isinstance(key, (bytes, bytearray)) else type(key).__name__
+        raise InvalidOpaqueIdError(
+            f"an FF1 key is an AES key of 16, 24 or 32 bytes, not {shown}: generate one with "
+            "secrets.token_bytes(32) and keep it with the application's other secrets"
+        )
+    # ECB on single blocks: the CBC-MAC of FF1 is chained here, block by block
+    return Cipher(algorithms.AES(bytes(key)), modes.ECB()).encryptor().update
+
+
+class _FF1:
+    """FF1 of one key, radix, length and tweak, on numbers (NUM_radix of the numeral strings)."""
+
+    __slots__ = (
+        "_b",
+        "_cipher",
+        "_d",
+        "_mask_p",
+        "_n",
+        "_one_block",
+        "_radix",
+        "_tweak",
+        "_u",
+        "_v",
+    )
+
+    def __init__(self, key: bytes, tweak: bytes, radix: int, n: int) -> None:
+        self._cipher = _aes_ecb(key)
+        if not isinstance(tweak, (bytes, bytearray)):
+            raise InvalidOpaqueIdError(f"an FF1 tweak is bytes, not {type(tweak).__name__}")
+        if isinstance(radix, bool) or not isinstance(radix, int) or not 2 <= radix <= 2**16:
+            raise InvalidOpaqueIdError(f"FF1 takes a radix from 2 to 65536, not {radix!r:.40}")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 2 or radix**n < 1_000_000:
+            raise InvalidOpaqueIdError(
+                f"FF1 needs at least a million values (radix ** length >= 10**6): "
+                f"radix {radix}, length {n!r:.40}"
+            )
+        self._radix, self._n, self._tweak = radix, n, bytes(tweak)
+        self._u = n // 2
+        self._v = n - self._u
+        self._b = math.ceil(math.ceil(self._v * math.log2(radix)) / 8)
+        self._d = 4 * math.ceil(self._b / 4) + 4
+        t = len(self._tweak)
+        p = (
+            bytes([1, 2, 1])
+            + radix.to_bytes(3, "big")
+            + bytes([10, self._u % 256])
+            + n.to_bytes(4, "big")
+            + t.to_bytes(4, "big")
+        )
+        # P is the first block of every round's CBC-MAC: encrypt it once
+        self._mask_p = int.from_bytes(self._cipher(p), "big")
+        # Q in one block and S within R (a 63-bit key, a short tweak): the fast path of
+        # _round, with the tweak's bits folded into the first block once
+        self._one_block: tuple[int, int] | None = None
+        if t + self._b + 1 <= 16 and self._d <= 16:
+            tweak_bits = int.from_bytes(self._tweak, "big") << (8 * (16 - t)) if t else 0
+            self._one_block = (self._mask_p ^ tweak_bits, 8 * (16 - self._d))
+
+    def _round(self, i: int, b_value: int) -> int:
+        """y of round i: NUM(S), S the first d bytes of the PRF output and its extensions."""
+        if self._one_block is not None:
+            first, shift = self._one_block
+            block = (first ^ (i << (8 * self._b)) ^ b_value).to_bytes(16, "big")
+            return int.from_bytes(self._cipher(block), "big") >> shift
+        q = (
+            self._tweak
+            + bytes((-len(self._tweak) - self._b - 1) % 16)
+            + bytes([i])
+            + b_value.to_bytes(self._b, "big")
+        )
+        cipher = self._cipher
+        r = self._mask_p
+        for j in range(0, len(q), 16):  # CBC-MAC over P || Q, P's block already done
+            r = int.from_bytes(
+                cipher((r ^ int.from_bytes(q[j : j + 16], "big")).to_bytes(16, "big")), "big"
+            )
+        s = r.to_bytes(16, "big")
+        for j in range(1, math.ceil(self._d / 16)):
+            s += cipher((r ^ j).to_bytes(16, "big"))
+        return int.from_bytes(s[: self._d], "big")
+
+    def encrypt(self, a: int, b: int) -> tuple[int, int]:
+        radix, u, v = self._radix, self._u, self._v
+        for i in range(10):
+            m = u if i % 2 == 0 else v
+            a, b = b, (a + self._round(i, b)) % radix**m
+        return a, b
+
+    def decrypt(self, a: int, b: int) -> tuple[int, int]:
+        radix, u, v = self._radix, self._u, self._v
+        for i in range(9, -1, -1):
+            m = u if i % 2 == 0 else v
+            a, b = (b - self._round(i, a)) % radix**m, a
+        return a, b
+
+
+def _digits_to_int(digits: Sequence[int], radix: int) -> int:
+    value = 0
+    for digit in digits:
+        if isinstance(digit, bool) or not isinstance(digit, int) or not 0 <= digit < radix:
+            raise InvalidOpaqueIdError(f"{digit!r:.40} is not a digit in radix {radix}")
+        value = value * radix + digit
+    return value
+
+
+def _int_to_digits(value: int, radix: int, length: int) -> list[int]:
+    digits = [0] * length
+    for k in range(length - 1, -1, -1):
+        value, digits[k] = divmod(value, radix)
+    return digits
+
+
+def _ff1(key: bytes, tweak: bytes, radix: int, digits: Sequence[int], decrypt: bool) -> list[int]:
+    if isinstance(digits, (str, bytes)) or not isinstance(digits, Sequence):
+        raise InvalidOpaqueIdError("FF1 takes a sequence of int digits (most significant first)")
+    ff1 = _FF1(key, tweak, radix, len(digits))
+    u = len(digits) // 2
+    a, b = _digits_to_int(digits[:u], radix), _digits_to_int(digits[u:], radix)
+    a, b = ff1.decrypt(a, b) if decrypt else ff1.encrypt(a, b)
+    return _int_to_digits(a, radix, u) + _int_to_digits(b, radix, len(digits) - u)
+
+
+def ff1_encrypt(key: bytes, tweak: bytes, radix: int, digits: Sequence[int]) -> list[int]:
+    """FF1 encryption (NIST SP 800-38G) of a numeral string, as a list of digits.
+
+    :param key: the AES key, 16, 24 or 32 bytes.
+    :param tweak: the tweak, any bytes (``b""`` for none).
+    :param radix: the base of the digits, 2 to 65536.
+    :param digits: the numeral string, most significant digit first; radix ** len >= 10**6.
+
+    Example (NIST's FF1 sample 1)::
+
+        >>> key = bytes.fromhex("2B7E151628AED2A6ABF7158809CF4F3C")
+        >>> ff1_encrypt(key, b"", 10, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+        [2, 4, 3, 3, 4, 7, 7, 4, 8, 4]
+    """
+    return _ff1(key, tweak, radix, digits, decrypt=False)
+
+
+def ff1_decrypt(key: bytes, tweak: bytes, radix: int, digits: Sequence[int]) -> list[int]:
+    """FF1 decryption, the inverse of :func:`ff1_encrypt` under the same key and tweak.
+
+    :param key: the AES key, 16, 24 or 32 bytes.
+    :param tweak: the tweak used to encrypt.
+    :param radix: the base of the digits, 2 to 65536.
+    :param digits: the encrypted numeral string, most significant digit first.
+
+    Example::
+
+        >>> key = bytes.fromhex("2B7E151628AED2A6ABF7158809CF4F3C")
+        >>> ff1_decrypt(key, b"", 10, [2, 4, 3, 3, 4, 7, 7, 4, 8, 4])
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    """
+    return _ff1(key, tweak, radix, digits, decrypt=True)
+
+
+class OpaqueBigint:
+    """A keyed permutation of ``bits``-bit integers: public numbers for BIGINT keys.
+
+    Snowflake ids start with their timestamp, and sequence keys count rows: a
+    key shown as it is tells when a row was made or how many there are. This
+    maps each key to another integer of the same width and back, with NIST's
+    FF1 format-preserving encryption (SP 800-38G, AES) over the key's bits
+    (radix 2): a 63-bit key gives a 63-bit public number (a non-negative
+    ``BIGINT``), a 53-bit one stays exact in JavaScript. Needs the ``fpe`` extra
+    (the cryptography package, for AES).
+
+    :param key: the secret AES key, 16, 24 or 32 bytes (``secrets.token_bytes(32)``).
+    :param bits: the width of the keys and of the public numbers, 20 to 64.
+    :param tweak: FF1's tweak (``b""`` for none): a different tweak gives a
+        different permutation under the same key, e.g. one per table.
+
+    Example::
+
+        public = OpaqueBigint(settings.PUBLIC_ID_KEY)  # 32 bytes, kept secret
+        body = {"id": str(public.encode(tweet.id))}  # no timestamp inside
+        tweet = session.get(Tweet, public.decode(int(request_id)))
+    """
+
+    __slots__ = ("_ff1", "bits")
+
+    def __init__(self, key: bytes, *, bits: int = 63, tweak: bytes = b"") -> None:
+        if isinstance(bits, bool) or not isinstance(bits, int) or not 20 <= bits <= 64:
+            raise InvalidOpaqueIdError(
+                f"OpaqueBigint(bits=...) takes 20 to 64 (FF1 needs a million values), "
+                f"not {bits!r:.40}"
+            )
+        self.bits = bits
+        self._ff1 = _FF1(key, tweak, 2, bits)
+
+    def __repr__(self) -> str:
+        return f"OpaqueBigint(<secret key>, bits={self.bits})"  # never the key
+
+    def _check(self, value: object, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**self.bits:
+            raise InvalidOpaqueIdError(
+                f"OpaqueBigint.{what} takes an int from 0 to 2**{self.bits} - 1, not {value!r:.40}"
+            )
+        return value
+
+    def encode(self, key: int) -> int:
+        """The public number of ``key``, from 0 to ``2**bits - 1``.
+
+        :param key: the stored key, from 0 to ``2**bits - 1``.
+
+        Example::
+
+            >>> public = OpaqueBigint(bytes(32))
+            >>> public.decode(public.encode(1234567890123456789))
+            1234567890123456789
+        """
+        value = self._check(key, "encode")
+        low = self.bits - self.bits // 2
+        a, b = self._ff1.encrypt(value >> low, value & ((1 << low) - 1))
+        return (a << (self.bits - self.bits // 2)) | b
+
+    def decode(self, public: int) -> int:
+        """The stored key whose public number is ``public`` (the reverse of :meth:`encode`).
+
+        Like any decoding of a permutation it does not authenticate: every
+        number decodes to some key, which most likely matches no row.
+
+        :param public: a public number, from 0 to ``2**bits - 1``.
+
+        Example::
+
+            >>> public = OpaqueBigint(bytes(32), bits=53)
+            >>> public.encode(42) < 2**53
+            True
+        """
+        value = self._check(public, "decode")
+        low = self.bits - self.bits // 2
+        a, b = self._ff1.decrypt(value >> low, value & ((1 << low) - 1))
+        return (a << low) | b
