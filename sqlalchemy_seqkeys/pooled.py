@@ -114,7 +114,7 @@ from sqlalchemy_seqkeys.errors import (
     SequenceNotFoundError,
 )
 from sqlalchemy_seqkeys.sequences import _aio
-from sqlalchemy_seqkeys.sequences._retry import _mysql_code, _sqlstate
+from sqlalchemy_seqkeys.sequences._retry import _mysql_code, _sqlstate, error_not_retried
 from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE, TableSequence
 from sqlalchemy_seqkeys.sequences.resync import (
     _check_identifier,
@@ -582,7 +582,9 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
                     f"sequence {self.name!r} has no value left (its MAXVALUE); nothing was "
                     "handed out. Use a new sequence"
                 ) from exc
-            raise
+            # e.g. a lock timeout while a resync's ALTER SEQUENCE holds it: one wait
+            what = f"taking a block of {self.allocation_size} from sequence {self.name!r}"
+            raise error_not_retried(exc, what) from exc
         if value is None:  # pragma: no cover - a sequence always answers
             raise SequenceNotFoundError(f"sequence {self.name!r} returned no value")
         return int(value)

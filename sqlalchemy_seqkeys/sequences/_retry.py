@@ -37,6 +37,7 @@ from sqlalchemy_seqkeys.errors import SequenceAllocationError, SequenceLockTimeo
 __all__ = [
     "describe",
     "error_in_callers_transaction",
+    "error_not_retried",
     "is_transient",
     "lock_timeout_setting",
     "retrying",
@@ -152,10 +153,10 @@ def _lock_timeout_error(
         else " It was not retried: a retry would wait as long again."
     )
     return SequenceLockTimeoutError(
-        f"{what} waited the server's whole lock timeout ({setting}) for the sequence's row, "
+        f"{what} waited the server's whole lock timeout ({setting}) for the sequence, "
         "which another transaction holds locked (a long in_transaction transaction, a "
         f"resync, a SELECT ... FOR UPDATE); {outcome}.{whose} End the transaction that "
-        f"holds the row, or raise {setting} for the session (an engine 'connect' event) "
+        f"holds it, or raise {setting} for the session (an engine 'connect' event) "
         "if such waits are expected"
     )
 
@@ -181,6 +182,22 @@ def error_in_callers_transaction(
     return SequenceAllocationError(
         f"{what} failed in the caller's transaction ({describe(exc)}); {outcome}. "
         f"The library does not retry a transaction it does not own: {advice}"
+    )
+
+
+def error_not_retried(
+    exc: sa.exc.DBAPIError, what: str, outcome: str = "nothing was handed out"
+) -> SequenceAllocationError:
+    """The SeqKeysError for ``exc``, raised by one statement that is not retried (a ``nextval``).
+
+    Raise it ``from exc``. Example: ``raise error_not_retried(exc, what) from exc``.
+    """
+    setting = lock_timeout_setting(exc)
+    if setting is not None:
+        return _lock_timeout_error(exc, setting, what, outcome, callers=False)
+    return SequenceAllocationError(
+        f"{what} failed ({describe(exc)}); {outcome}. Fix what the database error (the "
+        "cause) names, then try again; in a transaction, roll it back first"
     )
 
 

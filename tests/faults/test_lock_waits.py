@@ -40,6 +40,8 @@ from sqlalchemy_seqkeys import (
     SequenceLockTimeoutError,
     TableSequence,
     create_table_sequence,
+    pooled_sequence,
+    resync_pooled_sequence,
     resync_table_sequence,
     sequences_table,
 )
@@ -383,6 +385,35 @@ def test_an_async_resync_waits_one_lock_timeout(async_db: AsyncDatabase) -> None
     with _row_locked(async_db.sync, name):
         exc, elapsed = asyncio.run(locked())
     _check_one_timeout(exc, elapsed, name, async_db.backend)
+
+
+# -- a pooled native sequence held by a resync's ALTER SEQUENCE (PostgreSQL) ----------------
+
+
+def test_a_pooled_block_waits_one_lock_timeout(pg_engine: Engine) -> None:
+    """nextval waits for the lock of an ALTER SEQUENCE until its transaction ends: one timeout.
+
+    (MariaDB commits its ALTER SEQUENCE at once: nothing stays held there.)
+    """
+    name = "lockwait_pooled"
+    sequence = pooled_sequence(name, 50)
+    with _server(pg_engine):
+        sequence.drop(pg_engine, checkfirst=True)
+        sequence.create(pg_engine)
+        engine = sa.create_engine(pg_engine.url)
+        _bound_lock_waits(engine)
+        _, rows = _rows_table()
+        try:
+            with pg_engine.begin() as conn:
+                conn.execute(rows.insert(), [{"id": 500}])
+            with pg_engine.connect() as holder, holder.begin():
+                assert resync_pooled_sequence(holder, name, ROWS, "id") == 501
+                exc, elapsed = _timed(lambda: sequence.next_value(engine))
+            _check_one_timeout(exc, elapsed, name, "postgresql")
+            assert sequence.next_value(engine) == 501, "nothing was taken while it waited"
+        finally:
+            engine.dispose()
+            sequence.drop(pg_engine, checkfirst=True)
 
 
 # -- item 3: a resync beside an in_transaction insert ----------------------------------------
