@@ -13,7 +13,14 @@ import uuid
 
 import pytest
 
-from sqlalchemy_seqkeys import InvalidTypeIDError, SeqKeysError, TypeID, new_typeid, typeid_default
+from sqlalchemy_seqkeys import (
+    InvalidTypeIDError,
+    SeqKeysError,
+    TypeID,
+    TypeIDType,
+    new_typeid,
+    typeid_default,
+)
 
 # (name, typeid, prefix, uuid): jetify-com/typeid spec/valid.yml
 VALID = [
@@ -147,3 +154,58 @@ def test_ids_are_immutable_values() -> None:
     assert tid != str(tid)
     assert TypeID("a", tid.uuid) < TypeID("b", tid.uuid)
     assert repr(tid) == f"TypeID({str(tid)!r})"
+
+
+# -- the column type, without a database: its arguments and its DDL on every dialect ---------
+
+
+@pytest.mark.parametrize(
+    ("dialect", "ddl"),
+    [
+        ("postgresql", "UUID"),
+        ("mysql", "BINARY(16)"),
+        ("sqlite", "BLOB"),
+        ("mssql", "UNIQUEIDENTIFIER"),
+        ("oracle", "RAW(16)"),
+    ],
+)
+def test_the_column_is_16_bytes_on_every_dialect(dialect: str, ddl: str) -> None:
+    import sqlalchemy as sa
+    from sqlalchemy.dialects import registry
+
+    engine_dialect = registry.load(dialect)()
+    table = sa.Table("t", sa.MetaData(), sa.Column("id", TypeIDType("user"), primary_key=True))
+    assert f"id {ddl} NOT NULL" in str(sa.schema.CreateTable(table).compile(dialect=engine_dialect))
+    tid = TypeID.parse("user_01h455vb4pex5vsknk084sn02q")
+    literal = str(
+        sa.select(table)
+        .where(table.c.id == tid)
+        .compile(dialect=engine_dialect, compile_kwargs={"literal_binds": True})
+    )
+    assert "01890a5d" in literal.lower().replace("-", "")
+
+
+def test_the_column_type_refuses_bad_arguments_and_values() -> None:
+    from sqlalchemy.dialects import sqlite
+
+    for bad in ("User", "a1", "", None, 5):
+        if bad == "":
+            assert TypeIDType(bad).prefix == ""  # no prefix is allowed by the specification
+            continue
+        with pytest.raises(InvalidTypeIDError):
+            TypeIDType(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeIDError):
+        TypeIDType("user", native_uuid="yes")  # type: ignore[arg-type]
+    column = TypeIDType("user")
+    dialect = sqlite.dialect()
+    for bad_value in (new_typeid("order"), "order_01h455vb4pex5vsknk084sn02q", 5, b"x" * 16):
+        with pytest.raises(InvalidTypeIDError):
+            column.process_bind_param(bad_value, dialect)
+    plain = uuid.uuid4()  # a bare UUID carries no type: the column gives it its own
+    assert column.process_bind_param(plain, dialect) == plain.bytes
+    assert column.process_result_value(plain.bytes, dialect) == TypeID("user", plain)
+    with pytest.raises(SeqKeysError):
+        column.process_result_value(b"\x01" * 3, dialect)
+    assert (
+        repr(TypeIDType("user", native_uuid=True)) == "TypeIDType(prefix='user', native_uuid=True)"
+    )
