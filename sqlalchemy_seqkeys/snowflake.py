@@ -790,6 +790,9 @@ class Snowflake:
                 f"a tick of {self.layout.time_unit} is too long for a lease of {lease.ttl:g} s; "
                 "the ttl must span at least four ticks"
             )
+        # Checked before the lock too: in a forked child the parent's lease
+        # refuses here, and its lock may have been held by a parent's thread.
+        lease.check()
         with lease._bind_lock:
             lease.check()
             core = lease._core

@@ -21,11 +21,13 @@ from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import pooled_sequence
 from tests._forking import libc_fork as _libc_fork
+from tests._forking import no_stragglers  # noqa: F401 - a fixture
 from tests._helpers import in_forked_child
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only"),
     pytest.mark.backend,
+    pytest.mark.usefixtures("no_stragglers"),  # a hung child is killed, and fails its test
 ]
 
 SIZE = 50

@@ -22,7 +22,13 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from sqlalchemy_seqkeys import ForkedWorkerError, Snowflake, WorkerLease, workers_table
+from sqlalchemy_seqkeys import (
+    ForkedWorkerError,
+    Snowflake,
+    WorkerLease,
+    WorkerLeaseLostError,
+    workers_table,
+)
 from sqlalchemy_seqkeys.workers import server_now_ms
 from tests._forking import libc_fork, libc_fork_when_quiet, no_stragglers  # noqa: F401
 from tests._helpers import fresh_table, in_forked_child, in_threads
@@ -242,8 +248,9 @@ def test_a_libc_forked_child_waits_on_no_lock_a_parents_thread_held(
     lease_engine: Engine,
 ) -> None:
     """At the fork, the parent's threads were inside the lease's locks (its renewal
-    thread waits on the closing Event's lock between renewals): the child mints, and
-    closes its copy of the parent's lease (a shutdown hook would), without waiting."""
+    thread waits on the closing Event's lock between renewals): the child mints, is
+    refused the parent's lease for a new generator, and closes its copy of the parent's
+    lease (a shutdown hook would), without waiting."""
     engine = sa.create_engine(lease_engine.url)
     lease = WorkerLease(engine, ttl=10, max_worker_id=15)
     ids = Snowflake(worker_id=lease)
@@ -255,6 +262,8 @@ def test_a_libc_forked_child_waits_on_no_lock_a_parents_thread_held(
 
         def in_the_child() -> str:
             minted = [ids() for _ in range(100)]
+            with pytest.raises(WorkerLeaseLostError, match="a fork of the one that holds it"):
+                Snowflake().bind(lease)  # the parent's lease: refused at once
             lease.close()  # the parent's lease: its row stays the parent's
             assert isinstance(ids.lease, WorkerLease)
             ids.lease.close()
