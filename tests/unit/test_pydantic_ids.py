@@ -12,12 +12,20 @@ import random
 import shutil
 import subprocess
 import sys
+from datetime import timedelta
 from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from sqlalchemy_seqkeys import InvalidSnowflakeError, InvalidTypeIDError, TypeID, new_typeid
+from sqlalchemy_seqkeys import (
+    InvalidSnowflakeError,
+    InvalidTypeIDError,
+    Snowflake,
+    SnowflakeLayout,
+    TypeID,
+    new_typeid,
+)
 from sqlalchemy_seqkeys.pydantic import IdBits, JsSafeId, SnowflakeId, TypeIDPrefix
 
 NODE = shutil.which("node")
@@ -68,6 +76,24 @@ def test_63_bit_ids_reach_javascript_exactly_as_strings_and_53_bit_ids_as_number
     # and back: what JavaScript sends (the string, the number) validates to the same ids
     back = [Tweet.model_validate({k: v[1] for k, v in seen.items()}) for seen in parsed]
     assert back == tweets
+
+
+@needs_node
+def test_ids_of_a_53_bit_snowflake_layout_reach_javascript_exactly_as_numbers() -> None:
+    # 39 bits of 10 ms (about 174 years from the epoch), 6 worker bits, 8 sequence bits
+    layout = SnowflakeLayout(
+        timestamp_bits=39, worker_bits=6, sequence_bits=8, time_unit=timedelta(milliseconds=10)
+    )
+    snowflake = Snowflake(worker_id=63, layout=layout)
+    ids = [snowflake.next_id() for _ in range(3000)]
+    assert max(ids) <= MAX53
+    pages = [Page(id=i) for i in ids]
+    parsed = js_parse("[" + ",".join(p.model_dump_json() for p in pages) + "]")
+    assert [seen["id"] for seen in parsed] == [["number", str(i)] for i in ids]
+
+
+class Page(BaseModel):
+    id: JsSafeId
 
 
 @needs_node
