@@ -235,7 +235,9 @@ class _Run:
         self.keys = _keys(metadata)
 
     def add(self, check: str, subject: str, status: str, message: str, **kw: Any) -> None:
-        self.findings.append(DoctorFinding(check, subject, status, message, **kw))
+        finding = DoctorFinding(check, subject, status, message, **kw)
+        if finding not in self.findings:  # a table two keys share is reported once
+            self.findings.append(finding)
 
     def guarded(self, check: str, subject: str, body: Callable[[], None]) -> None:
         """Run ``body`` in a transaction that is rolled back; an error is a problem."""

@@ -429,3 +429,23 @@ def test_a_missing_pooled_sequence(fresh: tuple[Engine, str]) -> None:
     report = doctor(engine, models.metadata)
     assert problems(report) == [("schema", "sequence doc_item_id")]
     assert "op.create_pooled_sequence('doc_item_id', 10" in (report.problems[0].fix or "")
+
+
+def test_a_sequences_table_of_version_0_1(engines: Any) -> None:
+    """MariaDB: a sequences table whose names compare case-insensitively (0.1's collation)."""
+    with engines.fresh_database("mysql", "doctor") as url:
+        engine = sa.create_engine(url)
+        try:
+            models = make_models()
+            create(engine, models)
+            with engine.begin() as conn:
+                conn.exec_driver_sql(
+                    "ALTER TABLE sequences MODIFY name VARCHAR(64) "
+                    "CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL"
+                )
+            report = doctor(engine, models.metadata)
+        finally:
+            engine.dispose()
+    assert ("schema", "table sequences") in problems(report)
+    fixes = {f.fix for f in report.problems}
+    assert "in a migration: op.make_sequence_names_case_sensitive('sequences')" in fixes
