@@ -245,7 +245,7 @@ def _compile_mysql_family(element: ServerUuid, compiler: SQLCompiler, **kw: Any)
                     "UUID or CHAR(36)",
                     "CombGuid(native_uuid=True) or CombGuid()",
                 )
-            return function
+            return f"({function})"
         if version is not None and version < _MARIADB_UUID_TYPE:
             raise _refuse(server, "has neither UUID_v7() (11.7) nor the UUID type (10.7)")
         if storage is not None and storage != "UUID":
@@ -257,7 +257,7 @@ def _compile_mysql_family(element: ServerUuid, compiler: SQLCompiler, **kw: Any)
                 "UUID",
                 "CombGuid(native_uuid=True) on MariaDB 10.11.5 or later",
             )
-        return "UUID()"
+        return "(UUID())"
     server = f"MySQL{_version_text(info)}"
     if version is not None and version < _MYSQL_DEFAULT_EXPRESSIONS:
         raise _refuse(server, "takes expressions as column defaults from 8.0.13 only")
@@ -270,8 +270,10 @@ def _compile_mysql_family(element: ServerUuid, compiler: SQLCompiler, **kw: Any)
             "BINARY(16)",
             "CombGuid(binary=True)",
         )
-    # MySQL wraps a function default in parentheses itself: DEFAULT (UUID_TO_BIN(...))
-    return "UUID_TO_BIN(UUID(), 1)"
+    # In parentheses, as MySQL wants an expression default: SQLAlchemy 2.1 adds
+    # them only where it knows the server's version, 2.0.28 never (2.1 does not
+    # add a second pair to a default that starts with one)
+    return "(UUID_TO_BIN(UUID(), 1))"
 
 
 compiles(ServerUuid, "mysql")(_compile_mysql_family)

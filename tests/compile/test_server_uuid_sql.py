@@ -134,27 +134,7 @@ REFUSED: dict[str, tuple[Callable[[], Dialect], Any, tuple[str, ...]]] = {
 }
 
 
-#: SQLAlchemy 2.0 puts a function default in parentheses on MySQL/MariaDB only when it knows
-#: the server's version (2.0.36+); server_uuid() leaves that to it, so offline DDL for MySQL 8
-#: (which requires them) is wrong there: a known gap of the package on SQLAlchemy 2.0
-NO_VERSION_PARENS = tuple(int(x) for x in sa.__version__.split(".")[:2]) >= (2, 1)
-
-
-@pytest.mark.parametrize(
-    "label",
-    [
-        pytest.param(
-            label,
-            marks=pytest.mark.xfail(
-                not NO_VERSION_PARENS
-                and label in ("mariadb dialect, no version", "mysql, no version"),
-                reason="SQLAlchemy 2.0 writes DEFAULT f() without parentheses on an unversioned "
-                "MySQL dialect; server_uuid() does not add them itself",
-            ),
-        )
-        for label in SUPPORTED
-    ],
-)
+@pytest.mark.parametrize("label", list(SUPPORTED))
 def test_the_servers_own_key(label: str) -> None:
     make, type_, expected = SUPPORTED[label]
     assert expected in ddl(make(), type_)
