@@ -76,7 +76,7 @@ from .snowflake import Snowflake
 from .types import CombGuid, CombGuidDefault
 from .uuid7 import _default_generator, new_uuid7
 
-__all__: list[str] = []
+__all__: list[str] = ["declared_default"]
 
 #: what each integer-key default is called in messages, and the error it raises
 _INTEGER_KINDS: tuple[tuple[type[Any], str, type[SeqKeysError]], ...] = (
@@ -304,6 +304,17 @@ def _new_uuid7_rows(context: ExecutionContext) -> uuid.UUID:
         # mint_many looked up at each call: tests count its calls
         value = _UUID7_ROWS.take(context, lambda rows: _default_generator.mint_many(rows))
     return new_uuid7() if value is None else value
+
+
+def declared_default(column: sa.Column[Any]) -> Any:
+    """The callable ``default=`` the column was declared with; None if it has none.
+
+    ``new_uuid7`` also once it became the context-aware default, and the
+    object itself where SQLAlchemy wrapped it (a ``Snowflake``), on every
+    supported SQLAlchemy.
+    """
+    fn = _given_default(column)
+    return new_uuid7 if fn is _new_uuid7_rows else fn
 
 
 def _column_attached(column: sa.Column[Any], parent: Any) -> None:

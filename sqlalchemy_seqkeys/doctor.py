@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from ._columns import declared_default
 from ._dialect import (
     dialect_key,
     facts,
@@ -190,20 +191,17 @@ class _Key:
 
 
 def _declared(column: sa.Column[Any]) -> object | None:
-    default = column.default
-    if default is not None:
-        fn = getattr(default, "_fn", None)  # the callable as given (SQLAlchemy wraps it)
-        given = fn if fn is not None else getattr(default, "arg", None)
-        if isinstance(
-            given,
-            CombGuidDefault
-            | TableSequence
-            | PooledSequence
-            | Snowflake
-            | BitReversed
-            | BitReversedSequence,
-        ) or (given is new_uuid7):
-            return given
+    given = declared_default(column)
+    if isinstance(
+        given,
+        CombGuidDefault
+        | TableSequence
+        | PooledSequence
+        | Snowflake
+        | BitReversed
+        | BitReversedSequence,
+    ) or (given is new_uuid7):
+        return given
     server = column.server_default
     if isinstance(server, sa.DefaultClause) and isinstance(server.arg, ServerUuid | UuidV7):
         return server.arg
