@@ -177,7 +177,7 @@ def no_stragglers() -> Iterator[None]:
     assert not left, f"{len(left)} process(es) outlived the test (killed): {sorted(left)}"
 
 
-def die_with_parent() -> None:  # pragma: no cover - runs in the child, before exec
-    """``preexec_fn`` for a test helper process: SIGKILL it when the test process dies."""
+def die_with_parent() -> None:  # pragma: no cover - runs in a helper process
+    """Have the kernel SIGKILL this process when its parent (the test process) dies."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG

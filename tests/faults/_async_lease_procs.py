@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from sqlalchemy_seqkeys import NoWorkerIdError, Snowflake, WorkerLeaseLostError
 from sqlalchemy_seqkeys.workers import AsyncWorkerLease
+from tests._forking import die_with_parent
 
 from ._lease_procs import stop_in_a_renewal, stop_self
 
@@ -102,4 +103,5 @@ def command(name: str, *args: object) -> list[str]:
 COMMANDS: dict[str, Callable[..., None]] = {"race": race, "freeze": freeze}
 
 if __name__ == "__main__":
+    die_with_parent()  # not even a killed test run leaves a holder behind
     COMMANDS[sys.argv[1]](*sys.argv[2:])

@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import NoWorkerIdError, Snowflake, WorkerLease, WorkerLeaseLostError
+from tests._forking import die_with_parent
 
 #: the clock call at which a ``freeze`` holder stops itself
 FREEZE_AT_CALL = 300
@@ -188,4 +189,5 @@ def command(name: str, *args: object) -> list[str]:
 
 
 if __name__ == "__main__":
+    die_with_parent()  # not even a killed test run leaves a holder behind
     COMMANDS[sys.argv[1]](*sys.argv[2:])

@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import NoWorkerIdError, Snowflake, WorkerLease, workers_table
 from sqlalchemy_seqkeys.workers import server_now_ms
-from tests._forking import die_with_parent, no_stragglers  # noqa: F401 - a fixture
+from tests._forking import no_stragglers  # noqa: F401 - a fixture
 from tests._helpers import fresh_table
 from tests._servers import private_mariadb_url  # noqa: F401 - a fixture
 
@@ -82,7 +82,6 @@ def _start(
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
-            preexec_fn=die_with_parent,  # not even a killed test run leaves it behind
         )
     _logs[process.pid] = log
     return process
