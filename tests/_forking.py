@@ -4,6 +4,11 @@
 runs in the child, as under uWSGI without lazy-apps. ``PyDLL`` keeps the GIL
 held across the call (``CDLL`` would release it), as ``os.fork()`` does: a
 child forked while another thread held the GIL would otherwise never get it.
+
+``fork_from_c`` forks from C as uWSGI's master does, with or without
+``PyOS_AfterFork_Child()`` in the child. ``no_stragglers`` fails (and kills)
+what a test forked or spawned and left running; ``die_with_parent`` makes a
+helper process die with the test process.
 """
 
 from __future__ import annotations
