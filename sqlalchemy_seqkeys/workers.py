@@ -57,7 +57,7 @@ Guarantees
   per process, however many threads and generators ask at the same moment.
   A claim the database refuses raises
   :class:`~sqlalchemy_seqkeys.WorkerLeaseDatabaseError`, and a later call
-  claims again (not sooner than 0.1 s after, doubling to 30 s). Once that
+  claims again (not sooner than 1 s after, doubling to 30 s). Once that
   lease is lost, the next call raises
   :class:`~sqlalchemy_seqkeys.WorkerLeaseLostError` and the one after leases
   a new worker id. A bare libc ``fork()`` while the renewal thread waits for
@@ -166,7 +166,7 @@ _lease_locks: dict[int, threading.Lock] = {}
 _log = logging.getLogger(__name__)
 #: a forked child whose own lease could not be claimed tries again after this
 #: wait, doubled at each failure up to the second bound (seconds)
-_RECLAIM_BACKOFF_S = (0.1, 30.0)
+_RECLAIM_BACKOFF_S = (1.0, 30.0)
 
 
 def _db_errors(engine: object) -> tuple[type[BaseException], ...]:

@@ -466,7 +466,7 @@ def test_a_forked_child_whose_claim_is_refused_raises_then_claims_again(
                     took = time.monotonic() - start
                     cause = type(exc.__cause__).__name__
                     out.append(f"{type(exc).__name__}|{cause}|{took:.3f}|{exc}")
-        time.sleep(0.3)  # past the first backoff
+        time.sleep(1.2)  # past the first backoff (1 s)
         value = ids()
         assert ids.lease is not None
         ids.lease.close()
@@ -480,8 +480,8 @@ def test_a_forked_child_whose_claim_is_refused_raises_then_claims_again(
     # at once, without asking the server again: the backoff
     name, cause, took, message = second.split("|", 3)
     assert (name, cause) == ("WorkerLeaseDatabaseError", "OperationalError"), second
-    assert "not tried again yet" in message
-    assert float(took) < 0.05
+    assert "not tried again yet" in message  # the server was not asked: the backoff
+    assert float(took) < 0.5
     assert third.startswith("minted ")
     assert int(third.split()[1]) != lease.worker_id
     lease.close()
