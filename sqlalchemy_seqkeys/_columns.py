@@ -89,6 +89,21 @@ _INTEGER_KINDS: tuple[tuple[type[Any], str, type[SeqKeysError]], ...] = (
 
 _GUID_LENGTH = 36  # the text form, 8-4-4-4-12 with hyphens
 
+#: types that hold no number, nor a GUID unless one is listed before them
+#: (String holds a GUID's text, Uuid a GUID): checked after those
+_NOT_NUMBERS: tuple[type[Any], ...] = (
+    sqltypes.String,
+    sqltypes.Boolean,
+    sqltypes.Date,
+    sqltypes.DateTime,
+    sqltypes.Time,
+    sqltypes.Interval,
+    sqltypes._Binary,
+    sqltypes.JSON,
+    sqltypes.ARRAY,
+    sqltypes.Uuid,
+)
+
 
 def _given_default(column: sa.Column[Any]) -> Any:
     """The object the user passed as ``default=`` (SQLAlchemy may wrap a callable)."""
@@ -166,7 +181,9 @@ def _bigint_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None)
         if dialect is not None and facts(dialect).integer_is_64_bits:  # a variant: fine
             return None
         return f"{type_!r} is at most 32 bits on most engines"
-    return None
+    if isinstance(type_, _NOT_NUMBERS):
+        return f"{type_!r} does not hold integers"
+    return None  # a type this library does not know (UserDefinedType): may hold them
 
 
 def _guid_problem(type_: sqltypes.TypeEngine[Any]) -> str | None:
@@ -182,19 +199,7 @@ def _guid_problem(type_: sqltypes.TypeEngine[Any]) -> str | None:
                 f"has {_GUID_LENGTH}"
             )
         return None
-    incapable = (
-        sqltypes.Integer,
-        sqltypes.Numeric,
-        sqltypes.Boolean,
-        sqltypes.Date,
-        sqltypes.DateTime,
-        sqltypes.Time,
-        sqltypes.Interval,
-        sqltypes._Binary,
-        sqltypes.JSON,
-        sqltypes.ARRAY,
-    )
-    if isinstance(type_, incapable):
+    if isinstance(type_, (sqltypes.Integer, sqltypes.Numeric, sqltypes.Float, *_NOT_NUMBERS)):
         return f"{type_!r} cannot store a uuid.UUID"
     return None
 

@@ -32,6 +32,7 @@ __all__ = [
     "facts",
     "family",
     "file_name_too_long",
+    "has_facts",
     "identifier_problem",
     "identifier_text",
     "incrementing_sequences",
@@ -183,6 +184,17 @@ def facts(dialect: Dialect | str) -> DialectFacts:
         (True, 'char_binary')
     """
     return _FACTS.get(family(dialect), _COMMON)
+
+
+def has_facts(dialect: Dialect | str) -> bool:
+    """Whether ``dialect`` is one this library has facts for (else :func:`facts` guesses).
+
+    Example::
+
+        >>> has_facts("postgresql+psycopg"), has_facts("firebird")
+        (True, False)
+    """
+    return family(dialect) in _FACTS
 
 
 def native_sequences(dialect: Dialect) -> bool:

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, ClassVar, TypeVar
 
+from ._validate import shown
+
 __all__ = ["ChoiceEnum"]
 
 E = TypeVar("E", bound="ChoiceEnum")
@@ -39,10 +41,15 @@ class ChoiceEnum(str, Enum):
     @classmethod
     def coerce(cls: type[E], value: E | str) -> E:
         """Return the member for ``value``, or raise the enum's error listing the choices."""
-        try:
-            return cls(value)
-        except ValueError:
-            choices = ", ".join(repr(m.value) for m in cls)
-            raise cls._error(
-                f"{value!r} is not a {cls._noun}; use one of {choices} or a {cls.__name__} member"
-            ) from None
+        return cls(value)
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        # Enum calls it for a value that is no member: ``CombLayout("x")`` raises
+        # the enum's own error too, not a bare ValueError.
+        choices = ", ".join(repr(m.value) for m in cls)
+        kind = "" if isinstance(value, str) else f" ({type(value).__name__})"
+        raise cls._error(
+            f"{shown(value)}{kind} is not a {cls._noun}; use one of {choices} or a "
+            f"{cls.__name__} member"
+        )

@@ -1,16 +1,63 @@
 """Argument checks shared by every public name: one message shape, the right error class.
 
 Each check returns the value it accepted, so a constructor reads
-``self.ttl = check_seconds(ttl, "ttl", InvalidSnowflakeError)``.
+``self.ttl = check_seconds(ttl, "ttl", InvalidSnowflakeError)``. Every
+refusal reads ``<what> must be <wanted>, not <value> (<type>)[; <hint>]``.
+
+Pure: nothing here imports SQLAlchemy (a caller passes ``sa.MetaData`` to
+:func:`check_instance` itself).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
 
 from .errors import SeqKeysError
 
-__all__ = ["check_int", "check_seconds"]
+__all__ = [
+    "IDENTIFIER_LENGTH",
+    "check_aware",
+    "check_callable",
+    "check_flag",
+    "check_instance",
+    "check_int",
+    "check_name",
+    "check_seconds",
+    "checked_clock",
+    "shown",
+]
+
+T = TypeVar("T")
+
+#: The longest table, column or schema name accepted: the most any supported
+#: engine allows (Spanner, SQL Server and Oracle 128; PostgreSQL 63 and MySQL
+#: 64 are checked by the server when the name is used).
+IDENTIFIER_LENGTH = 128
+
+#: The largest reading accepted from a user's clock, in ns since 1970 (as
+#: ``time.time_ns``): a signed 64-bit count, up to the year 2262.
+_CLOCK_MAX_NS = 2**63 - 1
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut short: a 10,000-character name makes an unreadable message."""
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ must not hide the real error
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-2:]}"
+
+
+def _refuse(
+    error: type[SeqKeysError], what: str, wanted: str, value: object, hint: str = ""
+) -> SeqKeysError:
+    kind = f" ({type(value).__name__})"
+    return error(
+        f"{what} must be {wanted}, not {shown(value)}{kind}" + (f"; {hint}" if hint else "")
+    )
 
 
 def check_int(
@@ -40,8 +87,7 @@ def check_int(
         wanted = f"an int <= {max}"
     else:
         wanted = "an int"
-    kind = "" if is_int else f" ({type(value).__name__})"
-    raise error(f"{name} must be {wanted}, not {value!r}{kind}" + (f"; {hint}" if hint else ""))
+    raise _refuse(error, name, wanted, value, hint)
 
 
 def check_seconds(
@@ -50,21 +96,176 @@ def check_seconds(
     error: type[SeqKeysError],
     *,
     max: float = 365 * 86400.0,
+    zero: bool = False,
+    unit: str = "seconds",
 ) -> float:
     """``value`` as a float if it is a finite number of seconds in ``(0, max]``; else raise.
+
+    ``zero=True`` accepts 0 too; ``unit`` names the unit in the message.
 
     Example::
 
         >>> check_seconds(30, "ttl", SeqKeysError)
         30.0
     """
+    # compared before any float(): float(10**400) overflows
     if (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
-        and math.isfinite(value)
-        and 0 < value <= max
+        and not (isinstance(value, float) and math.isnan(value))
+        and (value >= 0 if zero else value > 0)
+        and value <= max
     ):
         return float(value)
-    raise error(
-        f"{name} must be a finite, positive number of seconds of at most {max:g}, not {value!r}"
+    sign = "non-negative" if zero else "positive"
+    raise _refuse(error, name, f"a finite, {sign} number of {unit} of at most {max:g}", value)
+
+
+def check_name(
+    value: object,
+    what: str,
+    error: type[SeqKeysError],
+    *,
+    max_length: int = IDENTIFIER_LENGTH,
+    nullable: bool = False,
+) -> Any:
+    """``value`` if it is a str of 1 to ``max_length`` characters without a NUL; else raise.
+
+    Names of tables, columns, schemas and sequences: a NUL cannot be stored
+    or sent by most drivers, and an empty or over-long name fails only later,
+    at the server, where the error no longer says which argument it was.
+    With ``nullable``, None is accepted too (a schema left to the default).
+
+    Example::
+
+        >>> check_name("invoices", "table", SeqKeysError)
+        'invoices'
+    """
+    if value is None and nullable:
+        return None
+    wanted = f"a non-empty str of at most {max_length} characters" + (
+        " or None" if nullable else ""
     )
+    if not isinstance(value, str) or not value:
+        raise _refuse(error, what, wanted, value)
+    if len(value) > max_length:
+        raise _refuse(
+            error, what, wanted, value, f"it has {len(value)} characters; use a shorter name"
+        )
+    if "\x00" in value:
+        raise _refuse(
+            error, what, wanted + " without NUL characters", value, "remove the NUL character"
+        )
+    return value
+
+
+def check_flag(
+    value: object, what: str, error: type[SeqKeysError], *, nullable: bool = False
+) -> Any:
+    """``value`` if it is True or False (or None with ``nullable``); else raise.
+
+    A string such as ``"no"`` is truthy: taking it as a flag would do the
+    opposite of what the caller wrote.
+
+    Example::
+
+        >>> check_flag(True, "checkfirst", SeqKeysError)
+        True
+    """
+    if isinstance(value, bool) or (nullable and value is None):
+        return value
+    raise _refuse(error, what, "True or False" + (" or None" if nullable else ""), value)
+
+
+def check_instance(
+    value: object,
+    types: type[T] | tuple[type[Any], ...],
+    what: str,
+    error: type[SeqKeysError],
+    *,
+    nullable: bool = False,
+    hint: str = "",
+) -> Any:
+    """``value`` if it is an instance of ``types`` (or None with ``nullable``); else raise.
+
+    Example::
+
+        >>> check_instance(3, int, "count", SeqKeysError)
+        3
+    """
+    if (nullable and value is None) or isinstance(value, types):
+        return value
+    names = [t.__name__ for t in (types if isinstance(types, tuple) else (types,))]
+    wanted = "a " + " or a ".join(names) + (" or None" if nullable else "")
+    raise _refuse(error, what, wanted, value, hint)
+
+
+def check_aware(value: object, what: str, error: type[SeqKeysError]) -> datetime:
+    """``value`` if it is a timezone-aware datetime; else raise.
+
+    A naive datetime is refused, not read as local time or UTC: the two
+    differ by hours, and keys near a bound would land on the wrong side.
+
+    Example::
+
+        >>> from datetime import timezone
+        >>> check_aware(datetime(2024, 1, 1, tzinfo=timezone.utc), "start", SeqKeysError).year
+        2024
+    """
+    wanted = "a timezone-aware datetime"
+    if not isinstance(value, datetime):
+        raise _refuse(error, what, wanted, value)
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise _refuse(
+            error, what, wanted, value, "add a tzinfo, e.g. datetime(..., tzinfo=timezone.utc)"
+        )
+    return value
+
+
+def check_callable(
+    value: object, what: str, error: type[SeqKeysError], *, nullable: bool = True
+) -> Any:
+    """``value`` if it is callable (or None with ``nullable``); else raise.
+
+    Example::
+
+        >>> check_callable(None, "after_fork", SeqKeysError) is None
+        True
+    """
+    if (nullable and value is None) or callable(value):
+        return value
+    raise _refuse(error, what, "a callable" + (" or None" if nullable else ""), value)
+
+
+def checked_clock(
+    clock: Callable[[], object] | None, what: str, error: type[SeqKeysError]
+) -> Callable[[], int] | None:
+    """A user's clock wrapped so that each reading is checked: an int of Unix ns.
+
+    None stays None (the library's own clock needs no check). A reading that
+    is not an int from 0 to 2**63 - 1 raises ``error`` at the call that read
+    it, before anything is minted from it.
+
+    Example::
+
+        >>> checked_clock(lambda: 5, "clock", SeqKeysError)()
+        5
+    """
+    if clock is None:
+        return None
+    check_callable(clock, what, error, nullable=False)
+
+    def read() -> int:
+        now = clock()
+        if type(now) is int and 0 <= now <= _CLOCK_MAX_NS:
+            return now
+        raise _refuse(
+            error,
+            f"a reading of {what}",
+            "an int of nanoseconds since 1970 from 0 to 2**63 - 1",
+            now,
+            f"fix the function passed as {what}= (time.time_ns is one)",
+        )
+
+    read.__wrapped__ = clock  # type: ignore[attr-defined]
+    return read

@@ -63,7 +63,8 @@ from sqlalchemy_seqkeys._dialect import (
     natively_bit_reversed,
 )
 from sqlalchemy_seqkeys._positional import PositionalDefault
-from sqlalchemy_seqkeys._validate import check_int
+from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_int
+from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
 from sqlalchemy_seqkeys.sequences import _aio
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
@@ -386,6 +387,9 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
             max=MAX_BIT_REVERSED_BATCH,
             hint="it is how many counters one statement fetches and this process holds",
         )
+        check_name_arg(schema, "schema", InvalidBitReversalError, nullable=True)
+        check_name_arg(table, "table", InvalidBitReversalError)
+        check_instance(metadata, sa.MetaData, "metadata", InvalidBitReversalError, nullable=True)
         self.name = name
         self.start_with_counter = start_with_counter
         self.schema = schema
@@ -525,6 +529,7 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
 
             order_id.create(engine, checkfirst=True)
         """
+        check_flag(checkfirst, "checkfirst", InvalidBitReversalError)
         with begin(bind, "create") as conn:
             if self._native(conn.dialect):
                 self._check_identifiers(conn.dialect)
@@ -549,6 +554,7 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
 
             order_id.drop(engine, checkfirst=True)
         """
+        check_flag(checkfirst, "checkfirst", InvalidBitReversalError)
         with begin(bind, "drop") as conn:
             if self._native(conn.dialect):
                 self._check_identifiers(conn.dialect)
@@ -573,6 +579,7 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
 
             order_id.attach(Base.metadata)   # or bit_reversed_sequence(..., metadata=...)
         """
+        check_instance(metadata, sa.MetaData, "metadata", InvalidBitReversalError)
 
         def after_create(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
             self.create(connection, checkfirst=bool(kw.get("checkfirst", True)))

@@ -47,6 +47,7 @@ __all__ = [
     "SequenceNotFoundError",
     "SequencesTableNotFoundError",
     "TimestampOutOfRangeError",
+    "UnknownDialectError",
     "UnsupportedServerFunctionError",
     "WorkerLeaseDatabaseError",
     "WorkerLeaseLostError",
@@ -334,4 +335,13 @@ class PooledSequenceMismatchError(SeqKeysError):
     is handed out. Example: a sequence altered to ``INCREMENT BY 7`` under
     ``pooled_sequence("order_id", 50)`` raises it; alter it back (``ALTER
     SEQUENCE order_id INCREMENT BY 50``) or declare ``allocation_size=7``.
+    """
+
+
+class UnknownDialectError(SeqKeysError, ValueError):
+    """A dialect name that no installed SQLAlchemy dialect answers to.
+
+    Raised where a dialect may be given by name. Example:
+    ``comb_guid.layout_for("postgress")`` raises it; pass a name such as
+    ``"postgresql"`` (or ``engine.dialect``).
     """

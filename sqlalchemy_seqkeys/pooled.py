@@ -105,7 +105,8 @@ from sqlalchemy_seqkeys._dialect import (
 )
 from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._rows import RowsAhead
-from sqlalchemy_seqkeys._validate import check_int
+from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_int
+from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
     PooledSequenceMismatchError,
@@ -119,6 +120,7 @@ from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE, TableSequenc
 from sqlalchemy_seqkeys.sequences.resync import (
     _check_identifier,
     _data_table,
+    _raise_if_source_missing,
     check_source_names,
     resync_table_sequence,
 )
@@ -338,12 +340,9 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
             max=MAX_VALUE - self.allocation_size,
             hint="the first block, start .. start + allocation_size - 1, must fit in a BIGINT",
         )
-        if schema is not None and (not isinstance(schema, str) or not schema):
-            raise InvalidSequenceError(f"schema must be None or a non-empty str, not {schema!r}")
-        if metadata is not None and not isinstance(metadata, sa.MetaData):
-            raise InvalidSequenceError(
-                f"metadata must be an sqlalchemy MetaData (or None), not {metadata!r}"
-            )
+        check_name_arg(schema, "schema", InvalidSequenceError, nullable=True)
+        check_name_arg(table, "table", InvalidSequenceError)
+        check_instance(metadata, sa.MetaData, "metadata", InvalidSequenceError, nullable=True)
         self.schema = schema
         self.table = table
         self.fallback = self._new_fallback()
@@ -417,6 +416,7 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
 
             order_id.create(engine, checkfirst=True)
         """
+        check_flag(checkfirst, "checkfirst", InvalidSequenceError)
         with begin(bind, "create") as conn:
             if incrementing_sequences(conn.dialect):
                 self._check_identifiers(conn.dialect)
@@ -441,6 +441,7 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
 
             order_id.drop(engine, checkfirst=True)
         """
+        check_flag(checkfirst, "checkfirst", InvalidSequenceError)
         with begin(bind, "drop") as conn:
             if incrementing_sequences(conn.dialect):
                 self._check_identifiers(conn.dialect)
@@ -456,6 +457,7 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
 
             order_id.attach(Base.metadata)   # or pooled_sequence(..., metadata=...)
         """
+        check_instance(metadata, sa.MetaData, "metadata", InvalidSequenceError)
 
         def after_create(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
             if isinstance(connection, MockConnection):  # create_mock_engine: the DDL only
@@ -891,7 +893,11 @@ def resync_pooled_sequence(
         4001
     """
     check_name(name)
+    check_name_arg(schema, "schema", InvalidSequenceError, nullable=True)
     _highest(table, column, schema)  # bad arguments, before any I/O
+    check_name_arg(sequence_schema, "sequence_schema", InvalidSequenceError, nullable=True)
+    check_name_arg(sequences_table, "sequences_table", InvalidSequenceError)
+    _aio.check_sync_bind(bind, "resync_pooled_sequence")
     check_source_names(bind.dialect, table, column, schema)
     with begin(bind, "resync_pooled_sequence") as conn:
         if incrementing_sequences(conn.dialect):  # known once connected (MariaDB)
@@ -936,9 +942,14 @@ def _resync(
         sequence_schema=sequence_schema,
         schema_translate_map=translate,
     )
-    for statement in first:
-        conn.execute(statement)
-    value = conn.execute(move).scalar()
+    try:
+        for statement in first:
+            conn.execute(statement)
+        value = conn.execute(move).scalar()
+    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
+        source = sa.select(_data_table(table, column, schema))
+        _raise_if_source_missing(conn, source, name, exc)  # InvalidSequenceError
+        raise
     if value is not None:
         return int(value)
     highest = conn.execute(sa.select(_highest(table, column, schema).c.m)).scalar()

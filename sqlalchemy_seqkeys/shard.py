@@ -42,10 +42,13 @@ from sqlalchemy.schema import CreateColumn
 from sqlalchemy.sql.compiler import DDLCompiler
 
 from sqlalchemy_seqkeys._dialect import facts
-from sqlalchemy_seqkeys._validate import check_int
+from sqlalchemy_seqkeys._validate import check_flag, check_int, check_name
 from sqlalchemy_seqkeys.errors import InvalidShardError, MissingExtraError, NaiveDatetimeError
 
 __all__ = ["ShardId", "farm_fingerprint", "shard_of", "spanner_shard_column", "spanner_string"]
+
+#: Spanner's MOD takes INT64 operands
+MAX_SHARDS = 2**63 - 1
 
 _farmhash: Any = None
 
@@ -97,7 +100,8 @@ def shard_of(value: str | bytes, shards: int, *, non_negative: bool = False) -> 
         >>> shard_of("alphabet", 2048)
         -107
     """
-    check_int(shards, "shards", InvalidShardError, min=1)
+    check_int(shards, "shards", InvalidShardError, min=1, max=MAX_SHARDS)
+    check_flag(non_negative, "non_negative", InvalidShardError)
     fingerprint = farm_fingerprint(value)
     if non_negative:
         return fingerprint % shards
@@ -183,8 +187,11 @@ class ShardId:
     def __init__(self, *columns: str, shards: int, non_negative: bool = False) -> None:
         if not columns:
             raise InvalidShardError("ShardId needs at least one column to hash")
-        check_int(shards, "shards", InvalidShardError, min=1)
-        self.columns: Sequence[str] = tuple(getattr(c, "key", c) for c in columns)
+        check_int(shards, "shards", InvalidShardError, min=1, max=MAX_SHARDS)
+        check_flag(non_negative, "non_negative", InvalidShardError)
+        self.columns: Sequence[str] = tuple(
+            check_name(getattr(c, "key", c), "a column to hash", InvalidShardError) for c in columns
+        )
         self.shards = shards
         self.non_negative = non_negative
 
@@ -200,6 +207,12 @@ class ShardId:
             >>> ShardId("n", "s", "b", shards=16).of(1, "foo", True)
             -7
         """
+        if len(values) != len(self.columns):
+            raise InvalidShardError(
+                f"{self!r} hashes {len(self.columns)} column(s), "
+                f"{', '.join(map(repr, self.columns))}, but of() got {len(values)} value(s); "
+                "pass one value per column, in that order"
+            )
         text = "".join(spanner_string(v) for v in values)
         return shard_of(text, self.shards, non_negative=self.non_negative)
 
@@ -394,6 +407,7 @@ def spanner_shard_column(
             LastAccess: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
             UserId: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     """
+    check_name(name, "name", InvalidShardError)
     shard = ShardId(*columns, shards=shards, non_negative=non_negative)
     column_kw.setdefault("nullable", False)
     column_kw.setdefault("autoincrement", False)

@@ -85,7 +85,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 import operator
 import sys
 import threading
@@ -96,13 +95,14 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _fork
-from ._validate import check_int
+from ._validate import check_aware, check_flag, check_int, check_seconds, checked_clock
 from .errors import (
     ClockMovedBackwardsError,
     ClockSkewError,
     ForkedWorkerError,
     InvalidSnowflakeError,
     NoWorkerIdError,
+    TimestampOutOfRangeError,
     WorkerLeaseLostError,
 )
 
@@ -161,17 +161,22 @@ class SnowflakeLayout:
                 f"the layout needs {total} bits, but a snowflake id has 63 (the sign bit stays "
                 "0 so that ids are positive BIGINTs); take bits from one of the fields"
             )
-        if self.epoch.tzinfo is None or self.epoch.utcoffset() is None:
-            raise InvalidSnowflakeError(
-                f"epoch {self.epoch!r} has no timezone; pass an aware datetime "
-                "such as datetime(2020, 1, 1, tzinfo=timezone.utc)"
-            )
+        check_aware(self.epoch, "epoch", InvalidSnowflakeError)
+        check_flag(self.allow_short_life, "allow_short_life", InvalidSnowflakeError)
         if not isinstance(self.time_unit, timedelta) or self.time_unit <= timedelta(0):
             raise InvalidSnowflakeError(
                 f"time_unit must be a positive timedelta, not {self.time_unit!r}"
             )
         if self.time_unit % timedelta(microseconds=1):
             raise InvalidSnowflakeError("time_unit must be a whole number of microseconds")
+        try:
+            self.exhausted_at  # noqa: B018 - a datetime must hold it
+        except OverflowError:
+            raise InvalidSnowflakeError(
+                f"this layout's timestamp field ({self.timestamp_bits} bits of "
+                f"{self.time_unit}) runs past the year 9999, which a datetime cannot hold; "
+                "use fewer timestamp bits (give them to the worker or sequence fields)"
+            ) from None
         if not self.allow_short_life:
             left = self.exhausted_at - datetime.now(UTC)
             if left < timedelta(days=3652):
@@ -217,6 +222,11 @@ class SnowflakeLayout:
             >>> SnowflakeLayout().compose(1, 1, 1)
             4198401
         """
+        check_int(ticks, "ticks", InvalidSnowflakeError, min=0, max=(1 << self.timestamp_bits) - 1)
+        check_int(worker_id, "worker_id", InvalidSnowflakeError, min=0, max=self.max_worker_id)
+        check_int(
+            sequence, "sequence", InvalidSnowflakeError, min=0, max=(1 << self.sequence_bits) - 1
+        )
         return (
             (ticks << (self.worker_bits + self.sequence_bits))
             | (worker_id << self.sequence_bits)
@@ -224,11 +234,23 @@ class SnowflakeLayout:
         )
 
     def ticks_at(self, instant: datetime) -> int:
-        """Ticks since the epoch at ``instant`` (aware), rounded down."""
+        """Ticks since the epoch at ``instant`` (aware), rounded down.
+
+        An instant before the epoch or past :attr:`exhausted_at` has no tick:
+        it raises :class:`~sqlalchemy_seqkeys.TimestampOutOfRangeError`.
+        """
+        check_aware(instant, "instant", InvalidSnowflakeError)
+        if not self.epoch <= instant < self.exhausted_at:
+            raise TimestampOutOfRangeError(
+                f"{instant.isoformat()} is outside this layout's time range, from its epoch "
+                f"{self.epoch.isoformat()} to {self.exhausted_at.isoformat()}; no snowflake "
+                "id of this layout has it"
+            )
         return (instant - self.epoch) // self.time_unit
 
     def instant_of(self, ticks: int) -> datetime:
         """The UTC instant at which tick ``ticks`` begins."""
+        check_int(ticks, "ticks", InvalidSnowflakeError, min=0, max=(1 << self.timestamp_bits) - 1)
         return self.epoch.astimezone(UTC) + self.time_unit * ticks
 
 
@@ -598,16 +620,9 @@ def _floor_error(lease: _Lease[Any], floor_ms: int, t: int) -> ClockSkewError:
 
 
 def _check_max_backwards(value: object) -> float:
-    # 0 is allowed (refuse every step back), so check_seconds does not fit.
-    if (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    ):
-        return float(value)
-    raise InvalidSnowflakeError(
-        f"max_backwards_ms must be a finite number of milliseconds >= 0, not {value!r}"
+    # 0 is allowed: refuse every step back
+    return check_seconds(
+        value, "max_backwards_ms", InvalidSnowflakeError, max=86400e3, zero=True, unit="ms"
     )
 
 
@@ -678,7 +693,7 @@ class Snowflake:
         self.after_fork = after_fork
         self.transform = transform
         self._inverse = None if transform is None else _inverse_of(transform)
-        self._clock_arg = clock
+        self._clock_arg = checked_clock(clock, "clock", InvalidSnowflakeError)
         #: the lease the generator is bound to (None: a fixed worker id, or unbound)
         self.lease: _Lease[Any] | None = None
         #: the worker id it mints with (None until bound)
@@ -872,6 +887,7 @@ class Snowflake:
             >>> s.decode(s()).worker_id
             9
         """
+        check_int(value, "value", InvalidSnowflakeError, min=0, max=MAX_INT64)
         if self.transform is not None:
             if self._inverse is None:
                 raise InvalidSnowflakeError(

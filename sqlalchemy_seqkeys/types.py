@@ -54,15 +54,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 from sqlalchemy import types as sqltypes
-from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
+from sqlalchemy.dialects import mssql, mysql, oracle, postgresql, registry
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.engine.interfaces import Dialect
 
-from ._dialect import facts, mariadb_uuid_keeps_v7_order
+from ._dialect import facts, has_facts, mariadb_uuid_keeps_v7_order
 from ._rows import RowsAhead
+from ._validate import check_flag, check_name, shown
 from .comb import CombLayout, comb_minter, comb_minter_many
-from .errors import InvalidGuidError
+from .errors import InvalidGuidError, UnknownDialectError
 
 __all__ = ["CombGuid", "CombGuidDefault", "comb_guid"]
 
@@ -201,14 +204,13 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
 
     impl = sqltypes.CHAR(36)
     cache_ok = True
+    #: the column being read, "table.column", where the statement names it
+    column: str | None = None
 
     def __init__(self, binary: bool = False, *, native_uuid: bool = False) -> None:
         super().__init__()
-        if not isinstance(binary, bool) or not isinstance(native_uuid, bool):
-            raise InvalidGuidError(
-                f"CombGuid(binary=..., native_uuid=...) take True or False, "
-                f"not {binary!r} and {native_uuid!r}"
-            )
+        check_flag(binary, "binary", InvalidGuidError)
+        check_flag(native_uuid, "native_uuid", InvalidGuidError)
         if binary and native_uuid:
             raise InvalidGuidError(
                 "CombGuid takes binary=True or native_uuid=True, not both: MariaDB's "
@@ -310,15 +312,70 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
 
         return process
 
+    def column_expression(self, column: Any) -> Any:
+        # SQLAlchemy tells a result processor nothing of its column, but it
+        # hands each selected column here while compiling: the column is read
+        # through a copy of this type that knows its name, for the error below.
+        # The SQL is unchanged (type_coerce renders the column as it is).
+        table = getattr(column, "table", None)
+        name = getattr(column, "name", None)
+        if table is None or not isinstance(name, str):
+            return column
+        where = f"{getattr(table, 'name', None) or table}.{name}"
+        reader = _CombGuidColumn(self.binary, native_uuid=self.native_uuid, column=where)
+        return sa.type_coerce(column, reader)
+
     def process_result_value(self, value: Any, dialect: Dialect) -> uuid.UUID | None:
         if value is None or isinstance(value, uuid.UUID):
             return value
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return uuid.UUID(bytes=_storage(dialect).read_bytes(bytes(value)))
-        return uuid.UUID(str(value))
+        try:
+            if isinstance(value, (bytes, bytearray, memoryview)):
+                return uuid.UUID(bytes=_storage(dialect).read_bytes(bytes(value)))
+            # a driver's own UUID class (asyncpg's) reads as its text form
+            return uuid.UUID(value if isinstance(value, str) else str(value))
+        except (ValueError, TypeError):
+            pass
+        column = f"column {self.column} ({self!r})" if self.column else f"a {self!r} column"
+        raise InvalidGuidError(
+            f"the database returned {shown(value)} ({type(value).__name__}) from {column} "
+            f"on {dialect.name}, which is not a GUID: the column holds a value this type did "
+            "not write. Find the row and fix or delete it"
+        )
+
+
+class _CombGuidColumn(CombGuid):
+    """CombGuid as a SELECT reads one named column: its errors name the column."""
+
+    cache_ok = True
+    # read as it is: not wrapped again
+    _has_column_expression = False
+
+    def __init__(self, binary: bool = False, *, native_uuid: bool = False, column: str) -> None:
+        super().__init__(binary, native_uuid=native_uuid)
+        self.column = column
+
+    def __repr__(self) -> str:  # the declared type, as users wrote it
+        return CombGuid.__repr__(self)
 
 
 # -- the column default ---------------------------------------------------------
+
+
+def _check_dialect(dialect: object) -> str:
+    """The name of ``dialect`` (a Dialect or a dialect name); an unknown name raises."""
+    if isinstance(dialect, Dialect):
+        return dialect.name
+    name: str = check_name(dialect, "dialect", UnknownDialectError)
+    if has_facts(name):
+        return name
+    try:  # a third-party dialect: known if SQLAlchemy can load it
+        registry.load(name.replace("+", "."))
+    except (sa_exc.NoSuchModuleError, ImportError):
+        raise UnknownDialectError(
+            f"no SQLAlchemy dialect is called {name!r}; pass engine.dialect or a name "
+            "such as 'postgresql', 'mysql', 'sqlite', 'mssql', 'oracle' or 'spanner'"
+        ) from None
+    return name
 
 
 class CombGuidDefault:
@@ -359,7 +416,7 @@ class CombGuidDefault:
             >>> comb_guid.with_layout("as_binary")
             comb_guid.with_layout('as_binary')
         """
-        return CombGuidDefault(layout)
+        return CombGuidDefault(CombLayout.coerce(layout))
 
     def layout_for(self, dialect: Dialect | str) -> CombLayout | None:
         """The layout minted on ``dialect`` (a Dialect or its name); None means uuid4.
@@ -371,6 +428,7 @@ class CombGuidDefault:
             >>> comb_guid.layout_for("spanner") is None
             True
         """
+        _check_dialect(dialect)
         if self.layout is not None:
             return self.layout
         # the layout that makes the dialect's ORDER BY follow minting order
@@ -386,7 +444,7 @@ class CombGuidDefault:
             >>> mint() < mint()
             True
         """
-        name = dialect if isinstance(dialect, str) else dialect.name
+        name = _check_dialect(dialect)
         try:
             return self._minters[name]
         except KeyError:
@@ -409,7 +467,14 @@ class CombGuidDefault:
     def __call__(self, context: DefaultExecutionContext) -> uuid.UUID:
         # An executemany mints the values of all its rows at its first row (one
         # clock reading and lock, not one per row: sqlalchemy_seqkeys._rows).
-        value = self._rows.pop(context)
+        try:
+            value = self._rows.pop(context)
+        except AttributeError:
+            raise InvalidGuidError(
+                f"{self!r} is a column default: SQLAlchemy calls it with the INSERT's "
+                f"execution context, not {shown(context)} ({type(context).__name__}). "
+                "To mint a value yourself call new_comb(layout) or self.minter(dialect)()"
+            ) from None
         if value is not None:
             return value
         name = context.dialect.name

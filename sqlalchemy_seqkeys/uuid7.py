@@ -288,4 +288,11 @@ def uuid7_timestamp(value: uuid.UUID) -> datetime:
             f"{value} is not a version 7 UUID (version {value.version}); "
             "for a COMB GUID use comb_timestamp(value, layout)"
         )
-    return _EPOCH + timedelta(milliseconds=value.int >> 80)
+    ms = value.int >> 80
+    try:
+        return _EPOCH + timedelta(milliseconds=ms)
+    except OverflowError:
+        raise TimestampOutOfRangeError(
+            f"{value} holds {ms} ms since 1970, past what datetime can show (year 9999); "
+            "it was not minted by a clock of this era, so check where it came from"
+        ) from None

@@ -64,6 +64,10 @@ class UuidV7(FunctionElement[uuid.UUID]):
     type = CombGuid()
     inherit_cache = True
 
+    def __init__(self) -> None:
+        # the server's function takes no arguments: UuidV7(x) is a TypeError, not ignored
+        super().__init__()
+
 
 def uuidv7() -> UuidV7:
     """The server's UUIDv7 function: a server default, or part of any statement.

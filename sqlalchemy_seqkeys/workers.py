@@ -122,7 +122,14 @@ from sqlalchemy.sql.expression import FunctionElement
 
 from . import _aio, _fork
 from ._dialect import facts, insert_ignoring_conflict
-from ._validate import check_int, check_seconds
+from ._validate import (
+    check_flag,
+    check_instance,
+    check_int,
+    check_name,
+    check_seconds,
+    checked_clock,
+)
 from .errors import (
     ClockSkewError,
     ForkedWorkerError,
@@ -225,6 +232,8 @@ def workers_table(metadata: sa.MetaData, name: str = DEFAULT_TABLE) -> sa.Table:
 
         workers_table(Base.metadata)
     """
+    check_instance(metadata, sa.MetaData, "metadata", InvalidSnowflakeError)
+    check_name(name, "name", InvalidSnowflakeError)
     return library_table(
         metadata,
         name,
@@ -280,10 +289,9 @@ class _Lease(Generic[_E]):
         self.max_worker_id = check_int(
             max_worker_id, "max_worker_id", InvalidSnowflakeError, min=0, max=2**31 - 1
         )
-        if not isinstance(table, str) or not table or "\x00" in table:
-            raise InvalidSnowflakeError(f"table must be a non-empty table name, not {table!r}")
-        if clock is not None and not callable(clock):
-            raise InvalidSnowflakeError(f"clock must be callable, not {clock!r}")
+        check_name(table, "table", InvalidSnowflakeError)
+        clock = checked_clock(clock, "clock", InvalidSnowflakeError)
+        check_flag(create_table, "create_table", InvalidSnowflakeError)
         self.max_skew = check_seconds(max_skew, "max_skew", InvalidSnowflakeError)
         self.max_wait = check_seconds(max_wait, "max_wait", InvalidSnowflakeError)
         self.clock = clock or time.time_ns

@@ -69,6 +69,7 @@ from alembic.operations import MigrateOperation, Operations
 from sqlalchemy.schema import CreateSequence, DropSequence
 
 from sqlalchemy_seqkeys._dialect import check_identifier, facts, native_sequences
+from sqlalchemy_seqkeys._validate import check_name
 from sqlalchemy_seqkeys.bitreverse import BitReversedSequence, SkipRange
 from sqlalchemy_seqkeys.errors import MigrationError
 from sqlalchemy_seqkeys.sequences.resync import check_source_names, resync_statement
@@ -76,12 +77,14 @@ from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
     NAME_LENGTH,
     check_exact_names,
-    check_name,
     forget_exact_names,
     name_type,
     read_next_value,
     received,
     sequences_table,
+)
+from sqlalchemy_seqkeys.sequences.table import (
+    check_name as check_sequence_name,
 )
 from sqlalchemy_seqkeys.workers import DEFAULT_TABLE as DEFAULT_WORKERS_TABLE
 from sqlalchemy_seqkeys.workers import MARK_COLUMN, workers_table
@@ -277,10 +280,9 @@ def _check_start(start: object, what: str) -> int:
     return start
 
 
-def _check_table(table: object, what: str) -> str:
-    if not isinstance(table, str) or not table:
-        raise MigrationError(f"table must name a {what}, not {table!r}")
-    return table
+def _check_table(table: object, what: str, argument: str = "table") -> str:
+    hint = f"{argument} names the {what}"
+    return check_name(table, f"{argument} ({hint})", MigrationError)  # type: ignore[no-any-return]
 
 
 # -- the sequences table and the worker-lease table ----------------------------------------
@@ -294,6 +296,9 @@ class _TableOp(_SeqKeysOp):
     what: ClassVar[str]
     #: what to do instead when the name is taken
     instead: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        self.name = _check_table(self.name, self.what, "name")
 
     def schema_table(self) -> sa.Table:
         raise NotImplementedError
@@ -397,8 +402,9 @@ class _TableSequenceOp(_SeqKeysOp):
     always = ("start",)
 
     def __post_init__(self) -> None:
-        self.name = check_name(self.name)
+        self.name = check_sequence_name(self.name)
         self.start = _check_start(self.start, "start")
+        self.table = _check_table(self.table, "sequences table")
 
 
 class CreateTableSequenceOp(_TableSequenceOp, op_name="create_table_sequence"):

@@ -45,6 +45,7 @@ from alembic.operations import ops as alembic_ops
 from alembic.util import PriorityDispatchResult
 
 from sqlalchemy_seqkeys._dialect import incrementing_sequences
+from sqlalchemy_seqkeys._validate import check_name
 from sqlalchemy_seqkeys.alembic.autogen import declared_objects, metadatas_of, row_exists
 from sqlalchemy_seqkeys.alembic.ops import (
     CreateSequencesTableOp,
@@ -146,6 +147,7 @@ class ResyncPooledSequenceOp(_ResyncOp, op_name="resync_pooled_sequence"):
     def __post_init__(self) -> None:
         source = (self.name, self.table_name, self.column)
         self.as_row = ResyncTableSequenceOp(*source, self.schema, self.sequences_table)
+        check_name(self.sequence_schema, "sequence_schema", MigrationError, nullable=True)
 
 
 @implements(ResyncPooledSequenceOp)

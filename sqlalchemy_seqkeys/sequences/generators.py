@@ -189,6 +189,7 @@ from sqlalchemy_seqkeys._dialect import facts
 from sqlalchemy_seqkeys._enum import ChoiceEnum
 from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._validate import check_int, check_seconds
+from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
     SeqKeysError,
@@ -403,14 +404,10 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
             )
         else:  # unused outside async_batch, so not held against batch_size
             self.low_watermark = check_int(
-                low_watermark, "low_watermark", InvalidSequenceError, min=0
+                low_watermark, "low_watermark", InvalidSequenceError, min=0, max=MAX_BATCH_SIZE - 1
             )
         self.start = check_int(start, "start", InvalidSequenceError, min=0, max=MAX_VALUE)
-        if not isinstance(table, str) or not table:
-            raise InvalidSequenceError(
-                f"table must name the sequences table (a non-empty str), not {table!r}"
-            )
-        self.table = table
+        self.table = check_name_arg(table, "table", InvalidSequenceError)
         self.refill_timeout = check_seconds(refill_timeout, "refill_timeout", InvalidSequenceError)
         # pool -> tenant (schema_translate_map, or None) -> state
         self._states: weakref.WeakKeyDictionary[Any, dict[object, _BlockState]] = (

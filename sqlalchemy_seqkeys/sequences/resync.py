@@ -42,11 +42,12 @@ whose maximum says nothing about the counter.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from sqlalchemy_seqkeys._dialect import check_identifier
+from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.errors import InvalidSequenceError, SequenceExhaustedError
 
 from . import _aio, _lane
@@ -69,9 +70,7 @@ __all__ = ["resync_statement", "resync_table_sequence", "resync_table_sequence_a
 
 
 def _check_identifier(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidSequenceError(f"{what} must be a non-empty str, not {value!r}")
-    return value
+    return check_name_arg(value, what, InvalidSequenceError)  # type: ignore[no-any-return]
 
 
 def check_source_names(
@@ -87,6 +86,36 @@ def check_source_names(
     for value, what in ((name, "table"), (column, "column"), (schema, "schema")):
         if isinstance(value, str):
             check_identifier(dialect, value, f"{what} name", InvalidSequenceError)
+
+
+def _raise_if_source_missing(
+    conn: sa.Connection, highest: sa.Select[Any], name: str, exc: Exception
+) -> None:
+    """An InvalidSequenceError if the table or column ``highest`` reads is missing.
+
+    ``highest`` selects from the one-column Table of :func:`_data_table`.
+    """
+    source = highest.get_final_froms()[0]
+    assert isinstance(source, sa.Table)
+    column = next(iter(source.c)).name
+    where = f"{source.schema}.{source.name}" if source.schema else source.name
+    where_parts = (source.name, source.schema)
+    # a fresh connection: the failed statement may have aborted this one's transaction
+    try:
+        with conn.engine.connect() as probe:
+            inspector = sa.inspect(probe)
+            if not inspector.has_table(source.name, schema=source.schema):
+                missing = f"there is no table {where!r}"
+            elif all(c["name"] != column for c in inspector.get_columns(*where_parts)):
+                missing = f"table {where!r} has no column {column!r}"
+            else:
+                return
+    except Exception:  # the probe is advisory; the original error is what matters
+        return
+    raise InvalidSequenceError(
+        f"{missing} to resync sequence {name!r} with; nothing was changed. Name the "
+        "table (and schema) that holds the keys and its key column"
+    ) from exc
 
 
 def _data_table(table: str | sa.Table, column: str, schema: str | None) -> sa.Table:
@@ -113,6 +142,7 @@ def _statements(
     check_name(name)
     _check_identifier(column, "column")
     _check_identifier(sequences_table, "sequences_table")
+    check_name_arg(schema, "schema", InvalidSequenceError, nullable=True)
     data = _data_table(table, column, schema)
     highest = sa.select(sa.func.max(data.c[column]))
     subquery = highest.scalar_subquery()
@@ -221,6 +251,7 @@ def _resync(
         moved = conn.execute(update).rowcount == 1
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
         _raise_if_table_missing(conn, table, exc)
+        _raise_if_source_missing(conn, highest, name, exc)
         raise
     current = read_next_value(conn, name, table=table)
     if current is None:

@@ -56,6 +56,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 from sqlalchemy_seqkeys import _fork
+from sqlalchemy_seqkeys import _validate as validate
 from sqlalchemy_seqkeys._dialect import facts
 from sqlalchemy_seqkeys._dialect import insert_ignoring_conflict as insert_ignoring_conflict
 from sqlalchemy_seqkeys._validate import check_int
@@ -104,28 +105,21 @@ EXACT_NAME_COLLATION = "utf8mb4_bin"
 
 def check_name(name: object) -> str:
     """Return ``name`` if it can name a sequence, else raise InvalidSequenceError."""
-    if not isinstance(name, str) or not name:
-        kind = "" if isinstance(name, str) else f" ({type(name).__name__})"
-        raise InvalidSequenceError(
-            f"a sequence name must be a non-empty string, not {name!r}{kind}"
-        )
-    if len(name) > NAME_LENGTH:
-        raise InvalidSequenceError(
-            f"sequence name {name[:20]!r}... is {len(name)} characters; the sequences "
-            f"table holds names of at most {NAME_LENGTH}"
-        )
-    for char in name:
+    text: str = validate.check_name(
+        name, "a sequence name", InvalidSequenceError, max_length=NAME_LENGTH
+    )
+    for char in text:
         if unicodedata.category(char) == "Cc":  # NUL: PostgreSQL cannot store it
             raise InvalidSequenceError(
                 f"sequence name {name!r} holds the control character {char!r}; "
                 "use printable characters only"
             )
-    if name[-1].isspace():  # MySQL's utf8mb4_bin compares 'a' and 'a ' as equal
+    if text[-1].isspace():  # MySQL's utf8mb4_bin compares 'a' and 'a ' as equal
         raise InvalidSequenceError(
             f"sequence name {name!r} ends with whitespace, which MySQL and MariaDB "
             "ignore when they compare names; remove it"
         )
-    return name
+    return text
 
 
 def name_type() -> sa.types.TypeEngine[str]:
@@ -182,6 +176,8 @@ def library_table(
         >>> t.info, library_table(t.metadata, "t", "demo") is t
         ({'seqkeys': 'demo'}, True)
     """
+    validate.check_instance(metadata, sa.MetaData, "metadata", error or SeqKeysError)
+    validate.check_name(name, "name", error or SeqKeysError)
     existing = metadata.tables.get(name)
     if existing is None:
         return sa.Table(name, metadata, *columns, info={"seqkeys": kind})
@@ -461,7 +457,11 @@ def read_next_value(conn: sa.Connection, name: str, *, table: str = DEFAULT_TABL
         with engine.connect() as conn:
             read_next_value(conn, "invoice_id")
     """
-    value = conn.execute(_read_statement(table), {"seq_name": name}).scalar()
+    try:
+        value = conn.execute(_read_statement(table), {"seq_name": name}).scalar()
+    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
+        _raise_if_table_missing(conn, table, exc)  # SequencesTableNotFoundError
+        raise
     return None if value is None else int(value)
 
 
@@ -548,6 +548,8 @@ def checkfirst_from(checkfirst: bool, old: bool | None, old_name: str, where: st
 
         checkfirst = checkfirst_from(checkfirst, if_not_exists, "if_not_exists", "create")
     """
+    validate.check_flag(checkfirst, "checkfirst", InvalidSequenceError)
+    validate.check_flag(old, old_name, InvalidSequenceError, nullable=True)
     if old is None:
         return checkfirst
     warnings.warn(
@@ -585,6 +587,7 @@ def create_table_sequence(
     )
     check_name(name)
     check_int(start, "start", InvalidSequenceError, min=0, max=MAX_VALUE)
+    validate.check_name(table, "table", InvalidSequenceError)
     _aio.check_sync_bind(bind, "create_table_sequence")
     if isinstance(bind, sa.Engine):
         with bind.begin() as conn:
@@ -636,6 +639,7 @@ def drop_table_sequence(
     """
     checkfirst = checkfirst_from(checkfirst, if_exists, "if_exists", "drop_table_sequence")
     check_name(name)
+    validate.check_name(table, "table", InvalidSequenceError)
     _aio.check_sync_bind(bind, "drop_table_sequence")
     if isinstance(bind, sa.Engine):
         with bind.begin() as conn:

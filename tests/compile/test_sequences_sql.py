@@ -116,7 +116,7 @@ def test_mysql_and_mariadb_use_last_insert_id() -> None:
         ({"mode": "batch", "refill_timeout": 0}, "refill_timeout must be a finite, positive"),
         ({"mode": "batch", "refill_timeout": float("inf")}, "refill_timeout"),
         ({"mode": "batch", "refill_timeout": True}, "refill_timeout"),
-        ({"mode": "batch", "table": ""}, "table must name the sequences table"),
+        ({"mode": "batch", "table": ""}, "table must be a non-empty str"),
         ({"mode": "async_batch", "batch_size": 100, "low_watermark": 100}, "low_watermark"),
         ({"mode": "async_batch", "batch_size": 100, "low_watermark": -1}, "low_watermark"),
         ({"mode": "eventually"}, "is not a sequence mode"),

@@ -72,7 +72,7 @@ def test_shard_of_truncates_toward_zero_like_spanner_mod() -> None:
     assert shard_of("a", 16) == -13  # MOD(FARM_FINGERPRINT('a'), 16) on Spanner
     assert shard_of("a", 16, non_negative=True) == 3  # Python's %
     assert shard_of("2applefalse", 16) == 2794438866806483259 % 16
-    with pytest.raises(InvalidShardError, match="shards must be an int >= 1"):
+    with pytest.raises(InvalidShardError, match="shards must be an int from 1 to"):
         shard_of("a", 0)
     with pytest.raises(InvalidShardError, match="hashes str or bytes"):
         farm_fingerprint(12)  # type: ignore[arg-type]

@@ -199,7 +199,7 @@ def test_layout_validation() -> None:
     assert SnowflakeLayout().exhausted_at == datetime(2080, 7, 10, 17, 30, 30, 209000, tzinfo=UTC)
     with pytest.raises(InvalidSnowflakeError, match="needs 65 bits"):
         SnowflakeLayout(worker_bits=12)
-    with pytest.raises(InvalidSnowflakeError, match="has no timezone"):
+    with pytest.raises(InvalidSnowflakeError, match="must be a timezone-aware datetime"):
         SnowflakeLayout(epoch=datetime(2020, 1, 1))
     with pytest.raises(InvalidSnowflakeError, match="runs out at"):
         SnowflakeLayout(timestamp_bits=35)  # 2**35 ms is about a year

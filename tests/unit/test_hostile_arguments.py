@@ -1,0 +1,1344 @@
+"""Every public name, given a bad argument, raises a SeqKeysError: property-based.
+
+The table ``TARGETS`` says, for every name in ``sqlalchemy_seqkeys.__all__``,
+every public method of every public class and every seqkeys Alembic
+operation, how to call it with valid arguments and which kind of bad value
+each parameter must refuse. Hypothesis then calls each target with one
+parameter replaced by a generated bad value and fails on
+
+- any exception that is not a ``SeqKeysError`` (Python's ``TypeError`` for a
+  missing or unexpected argument is a wrong call signature, not a bad value,
+  and no target here makes one), or
+- a call that returns: the bad value was accepted.
+
+``test_every_public_name_is_covered`` introspects the package, so a new
+public name or parameter fails the suite until it is added here. Engines are
+SQLite files (sync and aiosqlite); the Alembic operations run offline
+(``as_sql``), where they validate their arguments before emitting anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import io
+import math
+import re
+import tempfile
+import uuid
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, fields
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+import sqlalchemy_seqkeys as sk
+from sqlalchemy_seqkeys import SeqKeysError
+from sqlalchemy_seqkeys._validate import shown
+from sqlalchemy_seqkeys.bitreverse import MAX_BIT_REVERSED_BATCH
+from sqlalchemy_seqkeys.pooled import MAX_ALLOCATION_SIZE
+from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE
+
+UTC = timezone.utc
+BIG = 2**63 - 1
+
+# -- kinds of bad values ---------------------------------------------------------------
+
+#: values of the wrong type for almost anything
+_JUNK: list[object] = [None, object(), ["x"], {"a": 1}]
+_HUGE = 10**400  # float(_HUGE) overflows
+
+
+def _bad(*fixed: object, extra: SearchStrategy[Any] | None = None) -> SearchStrategy[Any]:
+    fixed_st = st.sampled_from(list(fixed))
+    return fixed_st if extra is None else st.one_of(fixed_st, extra)
+
+
+def _with_nul(max_len: int) -> SearchStrategy[str]:
+    text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=8)
+    return st.tuples(text, text).map(lambda p: f"{p[0]}\x00{p[1]}"[:max_len])
+
+
+def name(max_len: int = 128, *, nullable: bool = False) -> SearchStrategy[Any]:
+    """Bad names: wrong types, empty, a NUL byte, longer than ``max_len``."""
+    junk = [v for v in _JUNK if v is not None or not nullable]
+    long = st.text(st.characters(codec="ascii", categories=["L"]), min_size=max_len + 1).map(
+        lambda s: s + "x" * (max_len + 1 - len(s))
+    )
+    return st.one_of(
+        st.sampled_from([*junk, "", 5, 1.5, True, b"name", "x" * 10_000]),
+        _with_nul(max_len),
+        long,
+    )
+
+
+def integer(lo: int | None = None, hi: int | None = None) -> SearchStrategy[Any]:
+    """Bad ints: wrong types, floats, NaN, infinities, bools, out of [lo, hi], huge."""
+    fixed: list[object] = [*_JUNK, "1", 1.0, 1.5, math.nan, math.inf, -math.inf, True, False]
+    fixed += [_HUGE, -_HUGE] if hi is None and lo is None else []
+    if hi is not None:
+        fixed.append(_HUGE)
+    if lo is not None:
+        fixed.append(-_HUGE)
+    parts: list[SearchStrategy[Any]] = [st.sampled_from(fixed)]
+    parts.append(st.floats(allow_nan=True, allow_infinity=True))
+    if lo is not None:
+        parts.append(st.integers(max_value=lo - 1))
+    if hi is not None:
+        parts.append(st.integers(min_value=hi + 1))
+    return st.one_of(parts)
+
+
+def seconds(hi: float = 365 * 86400.0) -> SearchStrategy[Any]:
+    """Bad durations: wrong types, zero, negative, NaN, infinities, bools, huge."""
+    return st.one_of(
+        st.sampled_from(
+            [*_JUNK, "30", 0, 0.0, -1, -0.5, math.nan, math.inf, -math.inf, True, _HUGE, 1e300]
+        ),
+        st.floats(max_value=0.0),
+        st.floats(min_value=hi * 2, allow_infinity=False),
+    )
+
+
+def aware_datetime(*, nullable: bool = False) -> SearchStrategy[Any]:
+    """Bad instants: naive datetimes, dates, strings, numbers."""
+    junk = [v for v in _JUNK if v is not None or not nullable]
+    return st.one_of(
+        st.sampled_from([*junk, "2024-01-01T00:00:00Z", 1.5, date(2024, 1, 1), True]),
+        st.datetimes(),  # naive
+    )
+
+
+def flag(*, nullable: bool = False) -> SearchStrategy[Any]:
+    """Bad booleans: anything but True and False."""
+    junk = [v for v in _JUNK if v is not None or not nullable]
+    return st.sampled_from([*junk, "yes", "", 0, 1, 2.5])
+
+
+def guid() -> SearchStrategy[Any]:
+    """Bad GUIDs: wrong types, garbage text, wrong-length bytes and strings."""
+    return st.one_of(
+        st.sampled_from([*_JUNK, "garbage", "", 5, 1.5, True, b"\x01" * 15, b"\x01" * 17]),
+        st.binary(max_size=40).filter(lambda b: len(b) != 16),
+        st.text(max_size=40).filter(lambda s: not _parses_as_uuid(s)),
+    )
+
+
+def _parses_as_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+def choice() -> SearchStrategy[Any]:
+    """Bad enum values: unknown strings, wrong types."""
+    return st.one_of(
+        st.sampled_from([*_JUNK, "", "nonexistent", "AS STRING", 5, 1.5, True]),
+        st.text(max_size=12).filter(lambda s: s not in _KNOWN_CHOICES),
+    )
+
+
+_KNOWN_CHOICES = {
+    *(m.value for m in sk.CombLayout),
+    *(m.value for m in sk.SequenceMode),
+    "wait",
+    "raise",
+    "sqlite",
+    "postgresql",
+    "mysql",
+    "mariadb",
+    "mssql",
+    "oracle",
+    "spanner+spanner",
+    "spanner",
+}
+
+
+def dialect_or_name() -> SearchStrategy[Any]:
+    return st.sampled_from([*_JUNK, "", "nonexistent", 5, True, "sqlite "])
+
+
+def not_callable(*, nullable: bool = True) -> SearchStrategy[Any]:
+    junk = [v for v in _JUNK if not callable(v) and (v is not None or not nullable)]
+    return st.sampled_from([*junk, "time.time", 5, 1.5, True])
+
+
+def clock() -> SearchStrategy[Any]:
+    """Bad clocks: not callable, or callables that return no int of milliseconds."""
+    returns = [None, "1", 1.5, math.nan, True, -1, _HUGE]
+    return st.one_of(not_callable(), st.sampled_from(returns).map(lambda v: lambda: v))
+
+
+def sync_bind() -> SearchStrategy[Any]:
+    return st.sampled_from([*_JUNK, "sqlite://", 5, "async"])
+
+
+def async_bind() -> SearchStrategy[Any]:
+    return st.sampled_from([*_JUNK, "sqlite+aiosqlite://", 5, "sync"])
+
+
+def metadata(*, nullable: bool = False) -> SearchStrategy[Any]:
+    junk = [v for v in _JUNK if v is not None or not nullable]
+    return st.sampled_from([*junk, "metadata", 5])
+
+
+def skip_range() -> SearchStrategy[Any]:
+    return st.sampled_from(
+        [
+            (5, 1),
+            (-1, 3),
+            "1-3",
+            (1,),
+            (1, 2, 3),
+            (1.5, 2),
+            (True, 3),
+            (1, 2**63),
+            (1, _HUGE),
+            (math.nan, 3),
+            5,
+            object(),
+        ]
+    )
+
+
+def text_or_bytes() -> SearchStrategy[Any]:
+    return st.sampled_from([*_JUNK, 5, 1.5, True, uuid.uuid4()])
+
+
+# -- what is called, with what ---------------------------------------------------------
+
+_DIR = Path(tempfile.mkdtemp(prefix="seqkeys-hostile-"))
+_URL = f"sqlite:///{_DIR / 'db.sqlite'}"
+
+
+def _setup() -> sa.Engine:
+    engine = sa.create_engine(_URL, poolclass=sa.NullPool)
+    md = sa.MetaData()
+    sk.sequences_table(md)
+    sa.Table("data", md, sa.Column("id", sa.BigInteger, primary_key=True))
+    md.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM sequences"))
+        conn.execute(sa.text("INSERT INTO sequences (name, next_value) VALUES ('s', 1)"))
+        conn.execute(sa.text("INSERT INTO sequences (name, next_value) VALUES ('p', 1)"))
+        conn.execute(sa.text("INSERT INTO sequences (name, next_value) VALUES ('b', 1)"))
+        conn.execute(sa.text("INSERT INTO data (id) VALUES (7)"))
+    return engine
+
+
+ENGINE = _setup()
+
+
+def _async_engine() -> AsyncEngine:
+    return create_async_engine(f"sqlite+aiosqlite:///{_DIR / 'db.sqlite'}", poolclass=sa.NullPool)
+
+
+def _resolve(value: object) -> object:
+    """Stand-ins that need the running loop or the engine made at call time."""
+    if value == "async":
+        return _async_engine()
+    if value == "sync":
+        return ENGINE
+    return value
+
+
+@dataclass
+class Target:
+    """One public callable: ``call(**valid)`` works; each ``bad`` kind must be refused."""
+
+    label: str
+    call: Callable[..., Any]
+    valid: Callable[[], dict[str, Any]]
+    bad: dict[str, SearchStrategy[Any]]
+
+
+def _run(call: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    kwargs = {k: _resolve(v) if isinstance(v, str) else v for k, v in kwargs.items()}
+    if inspect.iscoroutinefunction(call):
+        return asyncio.run(call(**kwargs))
+    result = call(**kwargs)
+    if inspect.isawaitable(result):
+
+        async def wait(awaitable: Awaitable[Any] = result) -> Any:
+            return await awaitable
+
+        return asyncio.run(wait())
+    return result
+
+
+def _mint(layout: object = None, **kw: Any) -> Any:
+    snowflake = sk.Snowflake(1, **kw) if layout is None else sk.Snowflake(1, layout=layout, **kw)
+    return snowflake.next_id()
+
+
+def _lease(**kw: Any) -> sk.WorkerLease:
+    return sk.WorkerLease(ENGINE, **kw)
+
+
+def _lease_and_close(**kw: Any) -> int:
+    lease = _lease(**kw)
+    try:
+        return lease.check()
+    finally:
+        lease.close()
+
+
+async def _async_lease(engine: Any = "async", **kw: Any) -> int:
+    lease = sk.AsyncWorkerLease(_resolve(engine), **kw)
+    await lease.start()
+    try:
+        return lease.check()
+    finally:
+        await lease.aclose()
+
+
+def _method(make: Callable[[], Any], name: str) -> Callable[..., Any]:
+    """``make().name(**kwargs)``: a fresh valid instance each call."""
+
+    def call(**kwargs: Any) -> Any:
+        return getattr(make(), name)(**kwargs)
+
+    call.__name__ = name
+    return call
+
+
+def _amethod(make: Callable[[], Any], name: str) -> Callable[..., Any]:
+    async def call(**kwargs: Any) -> Any:
+        return await getattr(make(), name)(**kwargs)
+
+    call.__name__ = name
+    return call
+
+
+def _insert_with_comb_guid() -> Any:
+    """comb_guid as SQLAlchemy calls it: with an INSERT's execution context."""
+    t = sa.Table(
+        "g", sa.MetaData(), sa.Column("id", sk.CombGuid(), primary_key=True, default=sk.comb_guid)
+    )
+    engine = sa.create_engine("sqlite://")
+    t.create(engine)
+    with engine.begin() as conn:
+        return conn.execute(t.insert().returning(t.c.id)).scalar_one()
+
+
+def _read_guid(value: object, binary: bool = False) -> Any:
+    """What a CombGuid column gives back when the database holds ``value``."""
+    type_ = sk.CombGuid(binary=binary)
+    return type_.process_result_value(value, sa.create_engine("sqlite://").dialect)
+
+
+def _op(name: str, dialect: str = "postgresql") -> Callable[..., Any]:
+    """``op.<name>(**kwargs)`` in offline mode, as ``alembic upgrade --sql`` runs it."""
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    from sqlalchemy_seqkeys.alembic import register
+
+    register()
+
+    def call(**kwargs: Any) -> str:
+        buf = io.StringIO()
+        ctx = MigrationContext.configure(
+            dialect_name=dialect, opts={"as_sql": True, "output_buffer": buf}
+        )
+        getattr(Operations(ctx), name)(**kwargs)
+        return buf.getvalue()
+
+    call.__name__ = name
+    return call
+
+
+_SEQ = 64  # the longest sequence name the sequences table holds
+TICKS = 1 << 41
+SEQUENCE_NAME = name(_SEQ)
+IDENT = name()
+SCHEMA = name(nullable=True)
+LAYOUT = sk.SnowflakeLayout()
+
+
+def _table_sequence(**kw: Any) -> sk.TableSequence:
+    args: dict[str, Any] = {"mode": "separate", **kw}
+    return sk.TableSequence("s", **args)
+
+
+def _engine_kw() -> dict[str, Any]:
+    return {"bind": ENGINE}
+
+
+def _async_kw() -> dict[str, Any]:
+    return {"bind": "async"}
+
+
+def _bind_kw(is_async: bool, **kw: Any) -> dict[str, Any]:
+    return {"bind": "async" if is_async else ENGINE, **kw}
+
+
+def _fresh() -> str:
+    return f"n{uuid.uuid4().hex[:16]}"
+
+
+TARGETS: list[Target] = [
+    # -- functions -----------------------------------------------------------------
+    Target("reverse_bits", sk.reverse_bits, lambda: {"n": 5}, {"n": integer(0, BIG)}),
+    Target(
+        "rotate_digits",
+        sk.rotate_digits,
+        lambda: {"value": 123, "digits": 1},
+        {"value": integer(0, BIG), "digits": integer(1, 18)},
+    ),
+    Target(
+        "unrotate_digits",
+        sk.unrotate_digits,
+        lambda: {"value": 123, "digits": 1},
+        {"value": integer(0, BIG), "digits": integer(1, 18)},
+    ),
+    Target(
+        "farm_fingerprint", sk.farm_fingerprint, lambda: {"value": "a"}, {"value": text_or_bytes()}
+    ),
+    Target(
+        "shard_of",
+        sk.shard_of,
+        lambda: {"value": "a", "shards": 4, "non_negative": False},
+        {"value": text_or_bytes(), "shards": integer(1, BIG), "non_negative": flag()},
+    ),
+    Target(
+        "spanner_string",
+        sk.spanner_string,
+        lambda: {"value": 5},
+        {"value": st.sampled_from([None, 1.5, b"x", object(), datetime(2024, 1, 1), ["a"]])},
+    ),
+    Target(
+        "spanner_shard_column",
+        lambda name, columns, shards, non_negative: sk.spanner_shard_column(
+            name, *columns, shards=shards, non_negative=non_negative
+        ),
+        lambda: {"name": "shard", "columns": ("a",), "shards": 4, "non_negative": False},
+        {
+            "name": IDENT,
+            "columns": st.one_of(st.just(()), IDENT.map(lambda n: (n,))),
+            "shards": integer(1, BIG),
+            "non_negative": flag(),
+        },
+    ),
+    Target(
+        "new_comb",
+        sk.new_comb,
+        lambda: {"layout": "as_string", "at": None},
+        {
+            "layout": choice(),
+            "at": st.one_of(
+                aware_datetime(nullable=True),
+                st.sampled_from([-1, 2**48, _HUGE, math.nan]),
+                st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(1969, 12, 31)).map(
+                    lambda d: d.replace(tzinfo=UTC)
+                ),
+            ),
+        },
+    ),
+    Target(
+        "comb_timestamp",
+        sk.comb_timestamp,
+        lambda: {"value": sk.new_comb("as_string"), "layout": "as_string"},
+        {"value": guid(), "layout": choice()},
+    ),
+    Target("new_uuid7", sk.new_uuid7, dict, {}),
+    Target(
+        "uuid7_timestamp",
+        sk.uuid7_timestamp,
+        lambda: {"value": sk.new_uuid7()},
+        {
+            "value": st.one_of(
+                guid(),
+                st.sampled_from(
+                    [
+                        uuid.uuid4(),
+                        uuid.UUID(int=(2**48 - 1) << 80 | 7 << 76 | 2 << 62),
+                        uuid.UUID(int=(2**48 - 1) << 80 | 7 << 76 | 2 << 62 | 2**62 - 1),
+                    ]
+                ),
+            )
+        },
+    ),
+    Target("uuidv7", sk.uuidv7, dict, {}),
+    Target(
+        "uuid7_bounds",
+        sk.uuid7_bounds,
+        lambda: {
+            "start": datetime(2024, 1, 1, tzinfo=UTC),
+            "end": datetime(2024, 2, 1, tzinfo=UTC),
+        },
+        {"start": aware_datetime(), "end": aware_datetime()},
+    ),
+    Target(
+        "comb_bounds",
+        sk.comb_bounds,
+        lambda: {
+            "start": datetime(2024, 1, 1, tzinfo=UTC),
+            "end": datetime(2024, 2, 1, tzinfo=UTC),
+            "layout": "as_string",
+        },
+        {"start": aware_datetime(), "end": aware_datetime(), "layout": choice()},
+    ),
+    Target(
+        "snowflake_bounds",
+        sk.snowflake_bounds,
+        lambda: {
+            "start": datetime(2024, 1, 1, tzinfo=UTC),
+            "end": datetime(2024, 2, 1, tzinfo=UTC),
+            "layout": None,
+            "transform": None,
+        },
+        {
+            "start": aware_datetime(),
+            "end": aware_datetime(),
+            "layout": st.sampled_from(["as_string", 5, object(), True]),
+            "transform": not_callable(),
+        },
+    ),
+    Target(
+        "sequences_table",
+        sk.sequences_table,
+        lambda: {"metadata": sa.MetaData(), "name": "sequences"},
+        {"metadata": metadata(), "name": IDENT},
+    ),
+    Target(
+        "workers_table",
+        sk.workers_table,
+        lambda: {"metadata": sa.MetaData(), "name": "seqkeys_workers"},
+        {"metadata": metadata(), "name": IDENT},
+    ),
+    Target(
+        "create_table_sequence",
+        sk.create_table_sequence,
+        lambda: {"bind": ENGINE, "name": _fresh(), "start": 1, "table": "sequences"},
+        {
+            "bind": sync_bind(),
+            "name": SEQUENCE_NAME,
+            "start": integer(0, BIG - 1),
+            "table": IDENT,
+            "checkfirst": flag(),
+            "if_not_exists": flag(nullable=True),
+        },
+    ),
+    Target(
+        "create_table_sequence_async",
+        lambda bind, **kw: sk.create_table_sequence_async(_resolve(bind), **kw),
+        lambda: {"bind": "async", "name": _fresh(), "start": 1, "table": "sequences"},
+        {
+            "bind": async_bind(),
+            "name": SEQUENCE_NAME,
+            "start": integer(0, BIG - 1),
+            "table": IDENT,
+            "checkfirst": flag(),
+            "if_not_exists": flag(nullable=True),
+        },
+    ),
+    Target(
+        "drop_table_sequence",
+        sk.drop_table_sequence,
+        lambda: {"bind": ENGINE, "name": "nonexistent", "table": "sequences", "checkfirst": True},
+        {
+            "bind": sync_bind(),
+            "name": SEQUENCE_NAME,
+            "table": IDENT,
+            "checkfirst": flag(),
+            "if_exists": flag(nullable=True),
+        },
+    ),
+    Target(
+        "drop_table_sequence_async",
+        lambda bind, **kw: sk.drop_table_sequence_async(_resolve(bind), **kw),
+        lambda: {"bind": "async", "name": "nonexistent", "table": "sequences", "checkfirst": True},
+        {
+            "bind": async_bind(),
+            "name": SEQUENCE_NAME,
+            "table": IDENT,
+            "checkfirst": flag(),
+            "if_exists": flag(nullable=True),
+        },
+    ),
+    Target(
+        "resync_table_sequence",
+        sk.resync_table_sequence,
+        lambda: {
+            "bind": ENGINE,
+            "name": "s",
+            "table": "data",
+            "column": "id",
+            "schema": None,
+            "sequences_table": "sequences",
+        },
+        {
+            "bind": sync_bind(),
+            "name": SEQUENCE_NAME,
+            "table": st.one_of(IDENT, st.just("no_such_table")),
+            "column": st.one_of(IDENT, st.just("no_such_column")),
+            "schema": SCHEMA,
+            "sequences_table": st.one_of(IDENT, st.just("no_such_table")),
+        },
+    ),
+    Target(
+        "resync_table_sequence_async",
+        lambda bind, **kw: sk.resync_table_sequence_async(_resolve(bind), **kw),
+        lambda: {
+            "bind": "async",
+            "name": "s",
+            "table": "data",
+            "column": "id",
+            "schema": None,
+            "sequences_table": "sequences",
+        },
+        {
+            "bind": async_bind(),
+            "name": SEQUENCE_NAME,
+            "table": st.one_of(IDENT, st.just("no_such_table")),
+            "column": st.one_of(IDENT, st.just("no_such_column")),
+            "schema": SCHEMA,
+            "sequences_table": st.one_of(IDENT, st.just("no_such_table")),
+        },
+    ),
+    Target(
+        "resync_pooled_sequence",
+        sk.resync_pooled_sequence,
+        lambda: {
+            "bind": ENGINE,
+            "name": "p",
+            "table": "data",
+            "column": "id",
+            "schema": None,
+            "sequence_schema": None,
+            "sequences_table": "sequences",
+        },
+        {
+            "bind": sync_bind(),
+            "name": SEQUENCE_NAME,
+            "table": st.one_of(IDENT, st.just("no_such_table")),
+            "column": st.one_of(IDENT, st.just("no_such_column")),
+            "schema": SCHEMA,
+            "sequence_schema": SCHEMA,
+            "sequences_table": st.one_of(IDENT, st.just("no_such_table")),
+        },
+    ),
+    Target(
+        "resync_pooled_sequence_async",
+        lambda bind, **kw: sk.resync_pooled_sequence_async(_resolve(bind), **kw),
+        lambda: {
+            "bind": "async",
+            "name": "p",
+            "table": "data",
+            "column": "id",
+            "schema": None,
+            "sequence_schema": None,
+            "sequences_table": "sequences",
+        },
+        {
+            "bind": async_bind(),
+            "name": SEQUENCE_NAME,
+            "table": st.one_of(IDENT, st.just("no_such_table")),
+            "column": st.one_of(IDENT, st.just("no_such_column")),
+            "schema": SCHEMA,
+            "sequence_schema": SCHEMA,
+            "sequences_table": st.one_of(IDENT, st.just("no_such_table")),
+        },
+    ),
+    Target(
+        "pooled_sequence",
+        sk.pooled_sequence,
+        lambda: {"name": "p", "allocation_size": 50, "start": 1},
+        {
+            "name": SEQUENCE_NAME,
+            "allocation_size": integer(1, MAX_ALLOCATION_SIZE),
+            "start": integer(1, BIG - 1),
+            "metadata": metadata(nullable=True),
+            "schema": SCHEMA,
+            "table": IDENT,
+        },
+    ),
+    Target(
+        "bit_reversed_sequence",
+        sk.bit_reversed_sequence,
+        lambda: {"name": "b", "start_with_counter": 1},
+        {
+            "name": SEQUENCE_NAME,
+            "start_with_counter": integer(1, BIG),
+            "skip_range": skip_range(),
+            "batch_size": integer(1, MAX_BIT_REVERSED_BATCH),
+            "schema": SCHEMA,
+            "table": IDENT,
+            "metadata": metadata(nullable=True),
+        },
+    ),
+    Target(
+        "comb_guid",
+        lambda context: _insert_with_comb_guid() if context == "insert" else sk.comb_guid(context),
+        lambda: {"context": "insert"},
+        {"context": st.sampled_from([5, "ctx", object()])},
+    ),
+    # -- constructors --------------------------------------------------------------------
+    Target(
+        "TableSequence",
+        sk.TableSequence,
+        lambda: {"name": "s", "mode": "separate"},
+        {
+            "name": SEQUENCE_NAME,
+            "mode": choice(),
+            "batch_size": integer(1, MAX_BATCH_SIZE),
+            "low_watermark": integer(0, MAX_BATCH_SIZE - 1),
+            "start": integer(0, BIG),
+            "table": IDENT,
+            "refill_timeout": seconds(),
+        },
+    ),
+    Target(
+        "PooledSequence",
+        sk.PooledSequence,
+        lambda: {"name": "p", "allocation_size": 50},
+        {
+            "name": SEQUENCE_NAME,
+            "allocation_size": integer(1, MAX_ALLOCATION_SIZE),
+            "start": integer(1, BIG - 1),
+            "schema": SCHEMA,
+            "table": IDENT,
+            "metadata": metadata(nullable=True),
+        },
+    ),
+    Target(
+        "BitReversedSequence",
+        sk.BitReversedSequence,
+        lambda: {"name": "b"},
+        {
+            "name": SEQUENCE_NAME,
+            "start_with_counter": integer(1, BIG),
+            "skip_range": skip_range(),
+            "batch_size": integer(1, MAX_BIT_REVERSED_BATCH),
+            "schema": SCHEMA,
+            "table": IDENT,
+            "metadata": metadata(nullable=True),
+        },
+    ),
+    Target(
+        "BitReversed",
+        sk.BitReversed,
+        lambda: {"source": sa.Sequence("b")},
+        {
+            "source": st.sampled_from([None, 5, "b", object()]),
+            "skip_range": skip_range(),
+        },
+    ),
+    Target(
+        "ShardId",
+        lambda columns, shards, non_negative: sk.ShardId(
+            *columns, shards=shards, non_negative=non_negative
+        ),
+        lambda: {"columns": ("a",), "shards": 4, "non_negative": False},
+        {
+            "columns": st.one_of(st.just(()), IDENT.map(lambda n: (n,))),
+            "shards": integer(1, BIG),
+            "non_negative": flag(),
+        },
+    ),
+    Target(
+        "SnowflakeLayout",
+        sk.SnowflakeLayout,
+        dict,
+        {
+            "timestamp_bits": integer(1, 63),
+            "worker_bits": integer(0, 62),
+            "sequence_bits": integer(0, 62),
+            "epoch": aware_datetime(),
+            "time_unit": st.sampled_from(
+                [None, 1, 1.5, "1ms", timedelta(0), timedelta(-1), timedelta(microseconds=1.5)]
+            ),
+            "allow_short_life": flag(),
+        },
+    ),
+    Target(
+        "SnowflakeLayout (overflowing fields)",
+        lambda bits: sk.SnowflakeLayout(timestamp_bits=bits, worker_bits=0, sequence_bits=0),
+        lambda: {"bits": 41},
+        {"bits": st.integers(min_value=50, max_value=63)},
+    ),
+    Target(
+        "Snowflake",
+        lambda **kw: sk.Snowflake(**{"worker_id": 1, **kw}).next_id(),
+        dict,
+        {
+            "worker_id": st.one_of(integer(0, 1023), st.just("lease")),
+            "layout": st.sampled_from([5, "default", object(), True]),
+            "on_clock_backwards": choice(),
+            "max_backwards_ms": seconds(hi=86400_000.0).filter(lambda v: v != 0),
+            "after_fork": not_callable(),
+            "transform": not_callable(),
+            "clock": clock(),
+        },
+    ),
+    Target(
+        "WorkerLease",
+        lambda engine=ENGINE, **kw: (
+            _lease_and_close(**kw) if engine is ENGINE else sk.WorkerLease(engine, **kw)
+        ),
+        dict,
+        {
+            "engine": sync_bind(),
+            "ttl": seconds(),
+            "table": IDENT,
+            "max_worker_id": integer(0, BIG),
+            "create_table": flag(),
+            "clock": clock(),
+            "max_skew": seconds(),
+            "max_wait": seconds(),
+        },
+    ),
+    Target(
+        "AsyncWorkerLease",
+        _async_lease,
+        dict,
+        {
+            "engine": async_bind(),
+            "ttl": seconds(),
+            "table": IDENT,
+            "max_worker_id": integer(0, BIG),
+            "create_table": flag(),
+            "clock": clock(),
+            "max_skew": seconds(),
+            "max_wait": seconds(),
+        },
+    ),
+    Target(
+        "CombGuid",
+        sk.CombGuid,
+        dict,
+        {"binary": flag(), "native_uuid": flag()},
+    ),
+    Target(
+        "CombGuidDefault",
+        sk.CombGuidDefault,
+        dict,
+        {"layout": choice().filter(lambda v: v is not None)},
+    ),
+    Target("CombLayout", sk.CombLayout, lambda: {"value": "as_string"}, {"value": choice()}),
+    Target("SequenceMode", sk.SequenceMode, lambda: {"value": "batch"}, {"value": choice()}),
+    Target("UuidV7", sk.UuidV7, dict, {}),
+    Target(
+        "UuidV7 (arguments)",
+        lambda clause=None: sk.UuidV7() if clause is None else sk.UuidV7(clause),
+        lambda: {"clause": None},
+        {"clause": st.sampled_from([5, "x", sa.literal(1)])},
+    ),
+    # -- methods ----------------------------------------------------------------------
+    Target(
+        "SnowflakeLayout.compose",
+        LAYOUT.compose,
+        lambda: {"ticks": 1, "worker_id": 1, "sequence": 1},
+        {
+            "ticks": integer(0, TICKS - 1),
+            "worker_id": integer(0, 1023),
+            "sequence": integer(0, 4095),
+        },
+    ),
+    Target(
+        "SnowflakeLayout.ticks_at",
+        LAYOUT.ticks_at,
+        lambda: {"instant": datetime(2024, 1, 1, tzinfo=UTC)},
+        {
+            "instant": st.one_of(
+                aware_datetime(),
+                st.sampled_from(
+                    [datetime(2000, 1, 1, tzinfo=UTC), datetime(9999, 1, 1, tzinfo=UTC)]
+                ),
+            )
+        },
+    ),
+    Target(
+        "SnowflakeLayout.instant_of",
+        LAYOUT.instant_of,
+        lambda: {"ticks": 5},
+        {"ticks": integer(0, TICKS - 1)},
+    ),
+    Target(
+        "SnowflakeLayout.worker_from",
+        LAYOUT.worker_from,
+        lambda: {"datacenter": 1, "machine": 1},
+        {
+            "datacenter": integer(0, 31),
+            "machine": integer(0, 31),
+            "datacenter_bits": integer(0, 10),
+        },
+    ),
+    Target(
+        "Snowflake.bind",
+        _method(lambda: sk.Snowflake(), "bind"),
+        lambda: {"worker_id": 3},
+        {"worker_id": integer(0, 1023)},
+    ),
+    Target(
+        "Snowflake.decode",
+        _method(lambda: sk.Snowflake(1), "decode"),
+        lambda: {"value": sk.Snowflake(1).next_id()},
+        {"value": integer(0, BIG)},
+    ),
+    Target("Snowflake.next_id", _method(lambda: sk.Snowflake(1), "next_id"), dict, {}),
+    Target(
+        "ShardId.of",
+        lambda values: sk.ShardId("a", "b", shards=4).of(*values),
+        lambda: {"values": (1, "x")},
+        {
+            "values": st.sampled_from(
+                [(), (1,), (1, "x", 2), (None, "x"), (1.5, "x"), (object(), "x")]
+            )
+        },
+    ),
+    Target(
+        "CombGuidDefault.layout_for",
+        _method(lambda: sk.comb_guid, "layout_for"),
+        lambda: {"dialect": "sqlite"},
+        {"dialect": dialect_or_name()},
+    ),
+    Target(
+        "CombGuidDefault.minter",
+        _method(lambda: sk.comb_guid, "minter"),
+        lambda: {"dialect": "sqlite"},
+        {"dialect": dialect_or_name()},
+    ),
+    Target(
+        "CombGuidDefault.with_layout",
+        _method(lambda: sk.comb_guid, "with_layout"),
+        lambda: {"layout": "as_binary"},
+        {"layout": choice()},
+    ),
+    Target(
+        "CombGuid.process_bind_param",
+        lambda value: sk.CombGuid().process_bind_param(
+            value, sa.create_engine("sqlite://").dialect
+        ),
+        lambda: {"value": uuid.uuid4()},
+        {"value": guid().filter(lambda v: v is not None)},
+    ),
+    Target(
+        "CombGuid.process_literal_param",
+        lambda value: sk.CombGuid().process_literal_param(
+            value, sa.create_engine("sqlite://").dialect
+        ),
+        lambda: {"value": uuid.uuid4()},
+        {"value": guid().filter(lambda v: v is not None)},
+    ),
+    Target(
+        "CombGuid.process_result_value",
+        _read_guid,
+        lambda: {"value": str(uuid.uuid4())},
+        {"value": guid().filter(lambda v: v is not None)},
+    ),
+    Target(
+        "CombGuid.process_result_value (binary)",
+        lambda value: _read_guid(value, binary=True),
+        lambda: {"value": uuid.uuid4().bytes},
+        {"value": guid().filter(lambda v: v is not None)},
+    ),
+    *[
+        Target(
+            f"{cls.__name__}.{method}",
+            (_amethod if method.endswith("_async") else _method)(make, method),
+            kw,
+            {"bind": async_bind() if method.endswith("_async") else sync_bind()},
+        )
+        for cls, make in (
+            (sk.TableSequence, _table_sequence),
+            (sk.PooledSequence, lambda: sk.PooledSequence("p")),
+            (sk.BitReversedSequence, lambda: sk.BitReversedSequence("b")),
+        )
+        for method, kw in (
+            ("next_value", _engine_kw),
+            ("next_value_async", _async_kw),
+        )
+    ],
+    *[
+        Target(
+            f"{cls.__name__}.{method}",
+            (_amethod if method.endswith("_async") else _method)(make, method),
+            functools.partial(_bind_kw, method.endswith("_async"), n=2),
+            {
+                "bind": async_bind() if method.endswith("_async") else sync_bind(),
+                "n": integer(0, MAX_BATCH_SIZE),
+            },
+        )
+        for cls, make in (
+            (sk.TableSequence, _table_sequence),
+            (sk.PooledSequence, lambda: sk.PooledSequence("p")),
+        )
+        for method in ("next_values", "next_values_async")
+    ],
+    *[
+        Target(
+            f"{cls.__name__}.{method}",
+            (_amethod if method.endswith("_async") else _method)(make, method),
+            functools.partial(_bind_kw, method.endswith("_async"), checkfirst=True),
+            {
+                "bind": async_bind() if method.endswith("_async") else sync_bind(),
+                "checkfirst": flag(),
+                **({"if_not_exists": flag(nullable=True)} if extra == "create" else {}),
+                **({"if_exists": flag(nullable=True)} if extra == "drop" else {}),
+            },
+        )
+        for cls, make, extra in (
+            (sk.TableSequence, lambda: sk.TableSequence(_fresh(), mode="separate"), "t"),
+            (sk.PooledSequence, lambda: sk.PooledSequence(_fresh()), ""),
+            (sk.BitReversedSequence, lambda: sk.BitReversedSequence(_fresh()), ""),
+        )
+        for method in ("create", "create_async", "drop", "drop_async")
+        for extra in [
+            (method.split("_")[0] if cls is sk.TableSequence and "_" not in method else "")
+        ]
+    ],
+    *[
+        Target(
+            f"{cls.__name__}.attach",
+            _method(make, "attach"),
+            lambda: {"metadata": sa.MetaData()},
+            {"metadata": metadata()},
+        )
+        for cls, make in (
+            (sk.PooledSequence, lambda: sk.PooledSequence("p")),
+            (sk.BitReversedSequence, lambda: sk.BitReversedSequence("b")),
+        )
+    ],
+    # -- Alembic operations (offline) -----------------------------------------------------
+    Target(
+        "op.create_sequences_table",
+        _op("create_sequences_table"),
+        dict,
+        {"name": IDENT},
+    ),
+    Target("op.drop_sequences_table", _op("drop_sequences_table"), dict, {"name": IDENT}),
+    Target("op.create_worker_lease_table", _op("create_worker_lease_table"), dict, {"name": IDENT}),
+    Target("op.drop_worker_lease_table", _op("drop_worker_lease_table"), dict, {"name": IDENT}),
+    *[
+        Target(
+            f"op.{op}",
+            _op(op),
+            lambda: {"name": "n"},
+            {"name": SEQUENCE_NAME, "start": integer(0, BIG - 1), "table": IDENT},
+        )
+        for op in ("create_table_sequence", "drop_table_sequence")
+    ],
+    *[
+        Target(
+            f"op.{op}",
+            _op(op, dialect),
+            lambda: {"name": "n"},
+            {
+                "name": SEQUENCE_NAME,
+                "start_with_counter": integer(1, BIG),
+                "skip_range": skip_range(),
+                "table": IDENT,
+            },
+        )
+        for op in ("create_bit_reversed_sequence", "drop_bit_reversed_sequence")
+        for dialect in ("postgresql",)
+    ],
+    *[
+        Target(
+            f"op.{op}",
+            _op(op),
+            lambda: {"name": "n"},
+            {
+                "name": SEQUENCE_NAME,
+                "allocation_size": integer(1, MAX_ALLOCATION_SIZE),
+                "start": integer(1, BIG - 1),
+                "schema": SCHEMA,
+                "table": IDENT,
+            },
+        )
+        for op in ("create_pooled_sequence", "drop_pooled_sequence")
+    ],
+    *[
+        Target(f"op.{op}", _op(op, "mysql"), dict, {"table": IDENT})
+        for op in (
+            "make_sequence_names_case_sensitive",
+            "make_sequence_names_case_insensitive",
+            "upgrade_worker_lease_table",
+            "downgrade_worker_lease_table",
+        )
+    ],
+    Target(
+        "op.resync_table_sequence",
+        _op("resync_table_sequence"),
+        lambda: {"name": "s", "table_name": "data", "column": "id"},
+        {
+            "name": SEQUENCE_NAME,
+            "table_name": IDENT,
+            "column": IDENT,
+            "schema": SCHEMA,
+            "sequences_table": IDENT,
+        },
+    ),
+    Target(
+        "op.resync_pooled_sequence",
+        _op("resync_pooled_sequence"),
+        lambda: {"name": "s", "table_name": "data", "column": "id"},
+        {
+            "name": SEQUENCE_NAME,
+            "table_name": IDENT,
+            "column": IDENT,
+            "schema": SCHEMA,
+            "sequence_schema": SCHEMA,
+            "sequences_table": IDENT,
+        },
+    ),
+]
+
+#: public methods with no parameter to make bad (their instance's constructor is covered)
+NO_PARAMETERS = {
+    "AsyncWorkerLease.aclose",
+    "AsyncWorkerLease.check",
+    "AsyncWorkerLease.close",
+    "AsyncWorkerLease.start",
+    "WorkerLease.check",
+    "WorkerLease.close",
+    "WorkerLease.for_child",
+}
+#: parameters SQLAlchemy itself passes (never a user), with why they are not generated
+NOT_GENERATED = {
+    ("CombGuid.process_bind_param", "dialect"): "SQLAlchemy passes its Dialect",
+    ("CombGuid.process_literal_param", "dialect"): "SQLAlchemy passes its Dialect",
+    ("CombGuid.process_result_value", "dialect"): "SQLAlchemy passes its Dialect",
+    ("CombGuid.load_dialect_impl", "dialect"): "SQLAlchemy passes its Dialect",
+    ("CombGuid.bind_processor", "dialect"): "SQLAlchemy passes its Dialect",
+    ("CombGuid.literal_processor", "dialect"): "SQLAlchemy passes its Dialect",
+    ("CombGuid.result_processor", "dialect"): "SQLAlchemy passes its Dialect",
+    ("CombGuid.result_processor", "coltype"): "SQLAlchemy passes the DBAPI type",
+    ("spanner_shard_column", "column_kw"): "sqlalchemy.Column's own keyword arguments",
+    ("DecodedSnowflake", "*"): "a NamedTuple of decode()'s results, not an input",
+}
+
+_BY_LABEL = {t.label: t for t in TARGETS}
+
+
+def _cases() -> Iterator[Any]:
+    for target in TARGETS:
+        for param in target.bad:
+            yield pytest.param(target, param, id=f"{target.label}-{param}")
+
+
+#: Python's own refusal of a call's shape (not of a value): fine
+_SIGNATURE = re.compile(r"positional argument|keyword argument|takes no arguments")
+
+
+def _refused(target: Target, param: str, value: object) -> None:
+    kwargs = {**target.valid(), param: value}
+    try:
+        with warnings.catch_warnings():
+            # the deprecated if_exists= / if_not_exists= warn before they are refused
+            warnings.simplefilter("ignore", DeprecationWarning)
+            result = _run(target.call, kwargs)
+    except SeqKeysError as exc:
+        message = str(exc)
+    except TypeError as exc:
+        if not _SIGNATURE.search(str(exc)):
+            pytest.fail(f"{target.label}({param}={value!r}) raised TypeError: {exc}")
+        return
+    except Exception as exc:
+        pytest.fail(
+            f"{target.label}({param}={shown(value)}) raised {type(exc).__name__}: {exc}, "
+            "not a SeqKeysError"
+        )
+    else:
+        pytest.fail(
+            f"{target.label}({param}={shown(value)}) accepted a bad value and gave {shown(result)}"
+        )
+    assert len(message) > 20, f"{message!r} does not say what was wrong"
+
+
+@pytest.mark.parametrize(("target", "param"), list(_cases()))
+def test_a_bad_argument_raises_a_seqkeys_error(target: Target, param: str) -> None:
+    @settings(
+        derandomize=True,
+        max_examples=12,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+    @given(value=target.bad[param])
+    def check(value: object) -> None:
+        _refused(target, param, value)
+
+    check()
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.label)
+def test_the_valid_arguments_work(target: Target) -> None:
+    # a refusal above is for the bad value, not for the valid ones beside it
+    _run(target.call, target.valid())
+
+
+def _own_methods(cls: type) -> dict[str, Callable[..., Any]]:
+    """Public methods and properties defined in sqlalchemy_seqkeys (not inherited from others)."""
+    found = {}
+    for klass in cls.__mro__:
+        if not klass.__module__.startswith("sqlalchemy_seqkeys"):
+            continue
+        for attr, value in vars(klass).items():
+            if attr.startswith("_") or attr in found:
+                continue
+            if isinstance(value, (property, staticmethod, classmethod)) or inspect.isfunction(
+                value
+            ):
+                found[attr] = value
+    return found
+
+
+def _parameters(fn: Any) -> list[str]:
+    if isinstance(fn, property):
+        return []
+    fn = getattr(fn, "__func__", fn)
+    params = inspect.signature(fn).parameters.values()
+    return [p.name for p in params if p.name not in ("self", "cls")]
+
+
+def _public() -> dict[str, list[str]]:
+    """Every public callable, ``Class.method`` and ``op.name``, with its parameters."""
+    from sqlalchemy_seqkeys.alembic.ops import IMPLEMENTATIONS
+
+    found: dict[str, list[str]] = {}
+    for attr in sk.__all__:
+        obj = getattr(sk, attr)
+        if attr == "__version__" or (isinstance(obj, type) and issubclass(obj, BaseException)):
+            continue
+        if isinstance(obj, type) and issubclass(obj, sk.CombLayout.__mro__[1]):  # ChoiceEnum
+            found[attr] = ["value"]
+            continue
+        if isinstance(obj, type) and issubclass(obj, tuple):  # NamedTuple
+            found[attr] = ["*"]
+            continue
+        if isinstance(obj, type):
+            found[attr] = _parameters(obj)
+            for method, fn in _own_methods(obj).items():
+                found[f"{attr}.{method}"] = _parameters(fn)
+        elif isinstance(obj, sk.CombGuidDefault):
+            found[attr] = ["context"]
+        elif attr.endswith("_async") and hasattr(sk, attr.removesuffix("_async")):
+            # (bind, /, *args, **kwargs): the sync form's parameters
+            found[attr] = _parameters(getattr(sk, attr.removesuffix("_async")))
+        else:
+            found[attr] = _parameters(obj)
+    for op_class in IMPLEMENTATIONS:
+        found[f"op.{op_class.op_name}"] = [f.name for f in fields(op_class) if f.init]
+    return found
+
+
+def test_every_public_name_is_covered() -> None:
+    covered: dict[str, set[str]] = {}
+    for target in TARGETS:
+        base = target.label.split(" (")[0]
+        covered.setdefault(base, set()).update(target.bad)
+    missing = []
+    for label, params in _public().items():
+        if label in NO_PARAMETERS or (label, "*") in NOT_GENERATED:
+            continue
+        for param in params:
+            if (label, param) in NOT_GENERATED:
+                continue
+            if param == "values" and label == "ShardId.of":
+                pass
+            if label not in covered or param not in covered[label] | _aliases(label):
+                missing.append(f"{label}: {param}")
+    assert not missing, "public parameters no bad value is generated for:\n" + "\n".join(missing)
+
+
+def _aliases(label: str) -> set[str]:
+    # *args spelled as one parameter in the table
+    return (
+        {"columns", "clauses"} if label in {"ShardId", "spanner_shard_column", "UuidV7"} else set()
+    )
+
+
+# -- key column types that cannot hold the key ------------------------------------------
+
+_INTEGER_DEFAULTS: dict[str, Callable[[], Any]] = {
+    "Snowflake": lambda: sk.Snowflake(1),
+    "TableSequence": lambda: sk.TableSequence("s", mode="batch"),
+    "pooled_sequence": lambda: sk.pooled_sequence("p"),
+    "bit_reversed_sequence": lambda: sk.bit_reversed_sequence("b"),
+}
+_NOT_INTEGER_TYPES: list[Any] = [
+    sa.String(10),
+    sa.String(),
+    sa.Boolean(),
+    sa.Float(),
+    sa.Double(),
+    sa.Date(),
+    sa.DateTime(),
+    sa.LargeBinary(16),
+    sa.Uuid(),
+    sa.JSON(),
+    sk.CombGuid(),
+]
+_GUID_DEFAULTS: dict[str, Any] = {
+    "comb_guid": sk.comb_guid,
+    "new_uuid7": sk.new_uuid7,
+    "comb_guid.with_layout": sk.comb_guid.with_layout("at_end"),
+}
+_NOT_GUID_TYPES: list[Any] = [
+    sa.Float(),
+    sa.Double(),
+    sa.Integer(),
+    sa.BigInteger(),
+    sa.Numeric(38, 0),
+    sa.Boolean(),
+    sa.Date(),
+    sa.String(10),
+    sa.LargeBinary(16),
+]
+
+
+@pytest.mark.parametrize("type_", _NOT_INTEGER_TYPES, ids=repr)
+@pytest.mark.parametrize("default", _INTEGER_DEFAULTS, ids=str)
+def test_an_integer_key_on_a_column_that_holds_no_integers_is_refused(
+    default: str, type_: Any
+) -> None:
+    # before: String(10) and Boolean key columns were accepted, and the
+    # first INSERT stored text or failed at the server
+    with pytest.raises(SeqKeysError, match=r"column t\.id .*cannot hold"):
+        sa.Table(
+            "t",
+            sa.MetaData(),
+            sa.Column("id", type_, primary_key=True, default=_INTEGER_DEFAULTS[default]()),
+        )
+
+
+@pytest.mark.parametrize("type_", _NOT_GUID_TYPES, ids=repr)
+@pytest.mark.parametrize("default", _GUID_DEFAULTS, ids=str)
+def test_a_guid_key_on_a_column_that_holds_no_guid_is_refused(default: str, type_: Any) -> None:
+    with pytest.raises(sk.InvalidGuidError, match=r"column t\.id .*cannot store"):
+        sa.Table(
+            "t",
+            sa.MetaData(),
+            sa.Column("id", type_, primary_key=True, default=_GUID_DEFAULTS[default]),
+        )
+
+
+# -- stored values that are not keys -----------------------------------------------------
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+@pytest.mark.parametrize("garbage", ["garbage", "", "0" * 35, b"\x01" * 15, b"\x01" * 17, 5])
+def test_reading_a_stored_value_that_is_no_guid_names_the_column(
+    binary: bool, garbage: object
+) -> None:
+    engine = sa.create_engine("sqlite://")
+    t = sa.Table("invoices", sa.MetaData(), sa.Column("id", sk.CombGuid(binary=binary)))
+    t.create(engine)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO invoices (id) VALUES (?)", (garbage,))
+    with engine.connect() as conn, pytest.raises(sk.InvalidGuidError, match=r"column invoices\.id"):
+        conn.execute(sa.select(t.c.id)).all()
