@@ -128,6 +128,7 @@ def check_name(
     *,
     max_length: int = IDENTIFIER_LENGTH,
     nullable: bool = False,
+    hint: str = "",
 ) -> Any:
     """``value`` if it is a str of 1 to ``max_length`` characters without a NUL; else raise.
 
@@ -147,11 +148,10 @@ def check_name(
         " or None" if nullable else ""
     )
     if not isinstance(value, str) or not value:
-        raise _refuse(error, what, wanted, value)
+        raise _refuse(error, what, wanted, value, hint)
     if len(value) > max_length:
-        raise _refuse(
-            error, what, wanted, value, f"it has {len(value)} characters; use a shorter name"
-        )
+        hint = "; ".join(filter(None, [f"it has {len(value)} characters", hint]))
+        raise _refuse(error, what, wanted, value, f"{hint}; use a shorter name")
     if "\x00" in value:
         raise _refuse(
             error, what, wanted + " without NUL characters", value, "remove the NUL character"

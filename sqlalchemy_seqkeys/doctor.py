@@ -792,13 +792,13 @@ async def doctor_async(bind: AsyncEngine | AsyncConnection, metadata: sa.MetaDat
     """
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-    url = bind.engine.url.render_as_string(hide_password=True)
-    if isinstance(bind, AsyncConnection):
-        return await bind.run_sync(_check, metadata, url)
-    if not isinstance(bind, AsyncEngine):
+    if not isinstance(bind, (AsyncEngine, AsyncConnection)):  # checked before bind.engine
         raise SeqKeysError(
             f"doctor_async() takes an AsyncEngine or AsyncConnection, not {type(bind).__name__}"
         )
+    url = bind.engine.url.render_as_string(hide_password=True)
+    if isinstance(bind, AsyncConnection):
+        return await bind.run_sync(_check, metadata, url)
     async with bind.connect() as conn:
         return await conn.run_sync(_check, metadata, url)
 

@@ -99,10 +99,14 @@ class InvalidTimestampError(SeqKeysError, TypeError):
 
 
 class InvalidGuidError(SeqKeysError, TypeError):
-    """A value that is not a GUID where one is expected.
+    """A value that is not a GUID where one is expected, or a key column that cannot hold one.
 
     Example: binding ``12345`` to a :class:`CombGuid` column raises it; pass a
-    ``uuid.UUID`` or its 36-character string.
+    ``uuid.UUID`` or its 36-character string. Reading a :class:`CombGuid`
+    column whose stored value is no GUID (text written past the type, bytes
+    of the wrong length) raises it too, naming ``table.column`` where the
+    statement selects a table's column; and so does declaring
+    ``default=comb_guid`` on a column type that cannot store a GUID.
     """
 
 
@@ -124,10 +128,11 @@ class InvalidOpaqueIdError(SeqKeysError, ValueError):
 
 
 class InvalidSequenceError(SeqKeysError, ValueError):
-    """A table sequence declared with arguments that cannot work.
+    """A table or pooled sequence given arguments that cannot work.
 
     Example: ``TableSequence("invoice_id", mode="batch", batch_size=0)`` raises
-    it; a batch must hold at least one value.
+    it; a batch must hold at least one value. A resync whose data table or
+    column does not exist raises it too (nothing is moved).
     """
 
 

@@ -281,8 +281,8 @@ def _check_start(start: object, what: str) -> int:
 
 
 def _check_table(table: object, what: str, argument: str = "table") -> str:
-    hint = f"{argument} names the {what}"
-    return check_name(table, f"{argument} ({hint})", MigrationError)  # type: ignore[no-any-return]
+    hint = f"it names the {what}"
+    return check_name(table, argument, MigrationError, hint=hint)  # type: ignore[no-any-return]
 
 
 # -- the sequences table and the worker-lease table ----------------------------------------

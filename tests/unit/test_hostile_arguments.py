@@ -1097,6 +1097,123 @@ TARGETS: list[Target] = [
     ),
 ]
 
+
+def prefix() -> SearchStrategy[Any]:
+    """Bad TypeID prefixes (the empty prefix is a valid one)."""
+    return st.sampled_from(
+        [None, 5, True, b"user", "User", "a b", "a\x00", "_a", "a_", "a" * 64, "é", ["user"]]
+    )
+
+
+_KEY = bytes(range(16))
+_BAD_KEY = st.sampled_from([None, "k" * 16, 5, b"", b"\x01" * 15, b"\x01" * 17])
+
+
+def _typeid_column_read(value: object) -> Any:
+    type_ = sk.TypeIDType("user")
+    return type_.process_result_value(value, sa.create_engine("sqlite://").dialect)
+
+
+TARGETS += [
+    Target(
+        "OpaqueBigint",
+        sk.OpaqueBigint,
+        lambda: {"key": _KEY},
+        {
+            "key": _BAD_KEY,
+            "bits": integer(20, 64),
+            "tweak": st.sampled_from([None, "t", 5, ["t"]]),
+        },
+    ),
+    Target(
+        "OpaqueBigint.encode",
+        sk.OpaqueBigint(_KEY).encode,
+        lambda: {"key": 5},
+        {"key": integer(0, 2**63 - 1)},
+    ),
+    Target(
+        "OpaqueBigint.decode",
+        sk.OpaqueBigint(_KEY).decode,
+        lambda: {"public": 5},
+        {"public": integer(0, 2**63 - 1)},
+    ),
+    Target("UuidV47", sk.UuidV47, lambda: {"key": _KEY}, {"key": _BAD_KEY}),
+    Target(
+        "UuidV47.encode",
+        sk.UuidV47(_KEY).encode,
+        lambda: {"key": sk.new_uuid7()},
+        {"key": st.one_of(guid(), st.just(uuid.uuid4()))},
+    ),
+    Target(
+        "UuidV47.decode",
+        sk.UuidV47(_KEY).decode,
+        lambda: {"public": sk.UuidV47(_KEY).encode(sk.new_uuid7())},
+        {"public": st.sampled_from([None, 5, "garbage", b"\x01" * 16, object()])},
+    ),
+    Target(
+        "TypeID",
+        sk.TypeID,
+        lambda: {"prefix": "user", "uuid": sk.new_uuid7()},
+        {"prefix": prefix(), "uuid": guid()},
+    ),
+    Target(
+        "TypeID.parse",
+        sk.TypeID.parse,
+        lambda: {"text": str(sk.new_typeid("user")), "prefix": "user"},
+        {
+            "text": st.sampled_from(
+                [None, 5, "", "user_", "user_garbage", "User_01h455vb4pex5vsknk084sn02q", b"x"]
+            ),
+            "prefix": prefix().filter(lambda v: v is not None),
+        },
+    ),
+    Target("TypeIDDefault", sk.TypeIDDefault, lambda: {"prefix": "user"}, {"prefix": prefix()}),
+    Target("new_typeid", sk.new_typeid, lambda: {"prefix": "user"}, {"prefix": prefix()}),
+    Target("typeid_default", sk.typeid_default, lambda: {"prefix": "user"}, {"prefix": prefix()}),
+    Target(
+        "TypeIDType",
+        sk.TypeIDType,
+        lambda: {"prefix": "user"},
+        {"prefix": prefix(), "native_uuid": flag()},
+    ),
+    Target(
+        "TypeIDType.process_bind_param",
+        lambda value: sk.TypeIDType("user").process_bind_param(
+            value, sa.create_engine("sqlite://").dialect
+        ),
+        lambda: {"value": sk.new_typeid("user")},
+        {"value": st.sampled_from([5, "garbage", sk.new_typeid("other"), object(), 1.5])},
+    ),
+    Target(
+        "TypeIDType.process_literal_param",
+        lambda value: sk.TypeIDType("user").process_literal_param(
+            value, sa.create_engine("sqlite://").dialect
+        ),
+        lambda: {"value": sk.new_typeid("user")},
+        {"value": st.sampled_from([5, "garbage", sk.new_typeid("other"), object(), 1.5])},
+    ),
+    Target(
+        "TypeIDType.process_result_value",
+        _typeid_column_read,
+        lambda: {"value": sk.new_uuid7().bytes},
+        {"value": guid().filter(lambda v: v is not None and not isinstance(v, uuid.UUID))},
+    ),
+    Target(
+        "doctor",
+        sk.doctor,
+        lambda: {"bind": ENGINE, "metadata": sa.MetaData()},
+        {"bind": sync_bind(), "metadata": metadata()},
+    ),
+    Target(
+        "doctor_async",
+        sk.doctor_async,
+        lambda: {"bind": "async", "metadata": sa.MetaData()},
+        {"bind": async_bind(), "metadata": metadata()},
+    ),
+    Target("server_uuid", sk.server_uuid, dict, {}),
+    Target("ServerUuid", sk.ServerUuid, dict, {}),
+]
+
 #: public methods with no parameter to make bad (their instance's constructor is covered)
 NO_PARAMETERS = {
     "AsyncWorkerLease.aclose",
@@ -1106,6 +1223,10 @@ NO_PARAMETERS = {
     "WorkerLease.check",
     "WorkerLease.close",
     "WorkerLease.for_child",
+    "DoctorFinding.as_dict",
+    "DoctorReport.as_dict",
+    "DoctorReport.to_json",
+    "DoctorReport.format",
 }
 #: parameters SQLAlchemy itself passes (never a user), with why they are not generated
 NOT_GENERATED = {
@@ -1119,6 +1240,22 @@ NOT_GENERATED = {
     ("CombGuid.result_processor", "coltype"): "SQLAlchemy passes the DBAPI type",
     ("spanner_shard_column", "column_kw"): "sqlalchemy.Column's own keyword arguments",
     ("DecodedSnowflake", "*"): "a NamedTuple of decode()'s results, not an input",
+    ("DoctorFinding", "*"): "a record of doctor()'s results, not an input",
+    ("DoctorReport", "*"): "a record of doctor()'s results, not an input",
+    ("CombGuid.column_expression", "column"): "SQLAlchemy passes the column it compiles",
+    **{
+        (f"TypeIDType.{method}", param): "SQLAlchemy passes it"
+        for method in (
+            "load_dialect_impl",
+            "process_bind_param",
+            "bind_processor",
+            "process_literal_param",
+            "literal_processor",
+            "result_processor",
+            "process_result_value",
+        )
+        for param in ("dialect", "coltype")
+    },
 }
 
 _BY_LABEL = {t.label: t for t in TARGETS}
@@ -1342,3 +1479,15 @@ def test_reading_a_stored_value_that_is_no_guid_names_the_column(
         conn.exec_driver_sql("INSERT INTO invoices (id) VALUES (?)", (garbage,))
     with engine.connect() as conn, pytest.raises(sk.InvalidGuidError, match=r"column invoices\.id"):
         conn.execute(sa.select(t.c.id)).all()
+
+
+def test_the_error_reference_lists_every_error() -> None:
+    # docs/reference/errors.md: a row saying when each is raised, and its reference entry
+    page = (Path(__file__).parents[2] / "docs" / "reference" / "errors.md").read_text()
+    table, _, reference = page.partition("## Reference")
+    missing = [
+        name
+        for name in sk.errors.__all__
+        if f"| `{name}` |" not in table or f"::: sqlalchemy_seqkeys.{name}\n" not in reference
+    ]
+    assert not missing, f"docs/reference/errors.md does not list {missing}"
