@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.dialects import registry
 from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import (
@@ -60,7 +61,7 @@ class _Context:
     """What SQLAlchemy hands a column default: the execution context's dialect."""
 
     def __init__(self, dialect_name: str) -> None:
-        self.dialect = type("Dialect", (), {"name": dialect_name})()
+        self.dialect = registry.load(dialect_name)()  # no driver is loaded
 
 
 def _default_on(default: CombGuidDefault, dialect_name: str) -> Callable[[], uuid.UUID]:
