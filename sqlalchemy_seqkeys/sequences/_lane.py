@@ -181,10 +181,13 @@ class Lane:
             if failure is not None and failure[0] > ended:
                 raise failure[1]
             try:
-                return await greenlet_spawn(fn, *args)
+                result = await greenlet_spawn(fn, *args)
             except SequenceLockTimeoutError as exc:
                 self._lock_timeouts[row] = (self._ended.get(row, 0) + 1, exc)
                 raise
+            else:
+                self._lock_timeouts.pop(row, None)  # the row is free again
+                return result
             finally:
                 self._ended[row] = self._ended.get(row, 0) + 1
 

@@ -313,8 +313,8 @@ class _BlockState:
     def fetch_ended(self, error: BaseException | None) -> None:
         """Count a fetch that ended; keep its error for the callers that waited for it."""
         self.fetched += 1
-        if isinstance(error, Exception):  # not a KeyboardInterrupt of the fetching thread
-            self.failed = (self.fetched, error)
+        # not a KeyboardInterrupt of the fetching thread; a success forgets the last error
+        self.failed = (self.fetched, error) if isinstance(error, Exception) else None
 
     def failure_since(self, fetched: int | None) -> BaseException | None:
         """The error of a fetch that failed after ``fetched`` had ended (None: not waiting)."""

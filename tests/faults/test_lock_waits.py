@@ -66,6 +66,8 @@ _SET_TIMEOUT = {
     "mysql": f"SET SESSION innodb_lock_wait_timeout = {LOCK_TIMEOUT_S}",
 }
 ROWS = "lockwait_rows"
+#: a sequence that warms an engine's allocation lane up (its connection)
+WARM = "lockwait_warm"
 MODES = ["separate", "batch", "async_batch"]
 
 
@@ -114,6 +116,11 @@ def bounded(plain: Engine) -> Iterator[Engine]:
     """An engine on ``plain``'s database whose sessions wait LOCK_TIMEOUT_S for a lock."""
     engine = sa.create_engine(plain.url)
     _bound_lock_waits(engine)
+    # connected before the timed calls, which then measure lock waits, not connecting
+    # (slow on a loaded machine): the locker and up to CALLERS threads at once
+    warm = [engine.connect() for _ in range(CALLERS + 1)]
+    for conn in warm:
+        conn.close()
     try:
         yield engine
     finally:
@@ -133,6 +140,7 @@ def async_db(request: pytest.FixtureRequest, engines: Any) -> Iterator[AsyncData
     """PostgreSQL 15 and 18 and MariaDB through each asyncio driver, fresh tables."""
     database = _async_database(request.param, engines)
     with _server(database.sync):
+        create_table_sequence(database.sync, WARM)
         yield database
 
 
@@ -225,6 +233,18 @@ def _bounded_async(database: AsyncDatabase) -> AsyncEngine:
     return engine
 
 
+async def _warmed(database: AsyncDatabase) -> AsyncEngine:
+    """A bounded AsyncEngine whose pool and allocation lane hold a connection already.
+
+    The timed calls then measure lock waits, not connecting (slow on a loaded machine).
+    """
+    engine = _bounded_async(database)
+    async with engine.connect():
+        pass
+    await TableSequence(WARM, mode="separate").next_value_async(engine)
+    return engine
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_an_async_allocation_waits_one_lock_timeout(async_db: AsyncDatabase, mode: str) -> None:
     name = f"alocked_{mode}"
@@ -232,7 +252,7 @@ def test_an_async_allocation_waits_one_lock_timeout(async_db: AsyncDatabase, mod
     sequence = TableSequence(name, mode=mode, batch_size=10, low_watermark=3)
 
     async def locked() -> tuple[BaseException, float, LoopTicker]:
-        engine = _bounded_async(async_db)
+        engine = await _warmed(async_db)
         try:
             async with LoopTicker() as ticker:
                 started = time.monotonic()
@@ -264,7 +284,7 @@ def test_async_in_transaction_waits_one_lock_timeout(async_db: AsyncDatabase) ->
     sequence = TableSequence(name, mode="in_transaction")
 
     async def locked() -> tuple[BaseException, float]:
-        engine = _bounded_async(async_db)
+        engine = await _warmed(async_db)
         try:
             async with engine.connect() as conn:
                 trans = await conn.begin()
@@ -335,7 +355,7 @@ def test_async_callers_waiting_together_each_wait_one_lock_timeout(
         return raised.value, time.monotonic() - started
 
     async def locked() -> list[tuple[BaseException, float]]:
-        engine = _bounded_async(async_db)
+        engine = await _warmed(async_db)
         try:
             return await asyncio.gather(*(one(engine) for _ in range(CALLERS)))
         finally:
@@ -376,7 +396,7 @@ def test_an_async_resync_waits_one_lock_timeout(async_db: AsyncDatabase) -> None
         conn.execute(rows.insert(), [{"id": 500}])
 
     async def locked() -> tuple[BaseException, float]:
-        engine = _bounded_async(async_db)
+        engine = await _warmed(async_db)
         try:
             started = time.monotonic()
             with pytest.raises(SeqKeysError) as raised:
@@ -407,6 +427,8 @@ def test_a_pooled_block_waits_one_lock_timeout(pg_engine: Engine) -> None:
         _bound_lock_waits(engine)
         _, rows = _rows_table()
         try:
+            with engine.connect():  # connected before the timed call
+                pass
             with pg_engine.begin() as conn:
                 conn.execute(rows.insert(), [{"id": 500}])
             with pg_engine.connect() as holder, holder.begin():
