@@ -67,6 +67,7 @@ from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_int
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
 from sqlalchemy_seqkeys.sequences import _aio
+from sqlalchemy_seqkeys.sequences._retry import error_not_retried
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
@@ -206,7 +207,10 @@ class BitReversed:
 
 
 def _next_from_sequence(conn: sa.Connection, sequence: sa.Sequence) -> int:
-    value = conn.scalar(sa.select(sequence.next_value()))
+    try:
+        value = conn.scalar(sa.select(sequence.next_value()))
+    except sa.exc.DBAPIError as exc:
+        raise error_not_retried(exc, f"taking a value from sequence {sequence.name!r}") from exc
     if value is None:  # pragma: no cover - a sequence always answers
         raise InvalidBitReversalError(f"sequence {sequence.name!r} returned no value")
     if natively_bit_reversed(conn.dialect):
@@ -469,19 +473,11 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
     def _fetch(self, conn: sa.Connection, state: _Block) -> tuple[int, list[int]]:
         """Fetch a block on ``conn``: (counters consumed, values to hand out, in counter order)."""
         self._check_identifiers(conn.dialect)
-        build = state.build
-        raw: list[Any]
-        if build is None:
-            raw = [conn.scalar(sa.select(self.sequence.next_value()))]
-        else:
-            try:
-                raw = list(conn.scalars(build(self.sequence, self.batch_size)))
-            except sa.exc.DBAPIError as exc:
-                if build is not _mariadb_block or not _no_sequence_engine(exc):
-                    raise
-                # A failed statement leaves a MariaDB transaction as it was.
-                state.build = build = _mariadb_recursive_block
-                raw = list(conn.scalars(build(self.sequence, self.batch_size)))
+        try:
+            raw = self._fetch_raw(conn, state)
+        except sa.exc.DBAPIError as exc:
+            what = f"taking a block of {self.batch_size} from sequence {self.name!r}"
+            raise error_not_retried(exc, what) from exc
         if natively_bit_reversed(conn.dialect):
             counters = sorted(reverse_bits(int(v)) for v in raw)  # its own inverse
         else:
@@ -491,6 +487,19 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
             low, high = self.skip_range
             values = [v for v in values if not low <= v <= high]
         return len(counters), values
+
+    def _fetch_raw(self, conn: sa.Connection, state: _Block) -> list[Any]:
+        build = state.build
+        if build is None:
+            return [conn.scalar(sa.select(self.sequence.next_value()))]
+        try:
+            return list(conn.scalars(build(self.sequence, self.batch_size)))
+        except sa.exc.DBAPIError as exc:
+            if build is not _mariadb_block or not _no_sequence_engine(exc):
+                raise
+            # A failed statement leaves a MariaDB transaction as it was.
+            state.build = build = _mariadb_recursive_block
+            return list(conn.scalars(build(self.sequence, self.batch_size)))
 
     def _new_counter(self) -> TableSequence:
         # batch_size 1: in the inserting transaction, gapless, as before. A

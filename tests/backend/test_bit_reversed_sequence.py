@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from sqlalchemy_seqkeys import (
+    SequenceAllocationError,
     SequenceExhaustedError,
     bit_reversed_sequence,
     reverse_bits,
@@ -155,3 +156,17 @@ def test_a_skip_range_over_everything_is_reported(engine: Engine) -> None:
 
 def dialect_is_spanner(engine: Engine) -> bool:
     return engine.dialect.name.startswith("spanner")
+
+
+@pytest.mark.parametrize("batch_size", [1, 5])
+def test_a_failing_native_sequence_is_a_seqkeys_error(engine: Engine, batch_size: int) -> None:
+    """The server's error on the native nextval comes as a SeqKeysError, its cause kept."""
+    if not engine.dialect.supports_sequences:
+        pytest.skip("no native sequence here: the sequences table's errors are tested elsewhere")
+    sequence = bit_reversed_sequence("br_gone", batch_size=batch_size)
+    sequence.create(engine, checkfirst=True)
+    sequence.drop(engine)  # a migration dropped it under a running process
+    with engine.connect() as conn, pytest.raises(SequenceAllocationError) as info:
+        sequence.next_value(conn)
+    assert isinstance(info.value.__cause__, sa.exc.DBAPIError)
+    assert "br_gone" in str(info.value)
