@@ -20,11 +20,13 @@ SQLite files (sync and aiosqlite); the Alembic operations run offline
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import inspect
 import io
 import math
 import re
+import shutil
 import tempfile
 import uuid
 import warnings
@@ -219,6 +221,7 @@ def text_or_bytes() -> SearchStrategy[Any]:
 # -- what is called, with what ---------------------------------------------------------
 
 _DIR = Path(tempfile.mkdtemp(prefix="seqkeys-hostile-"))
+atexit.register(shutil.rmtree, _DIR, ignore_errors=True)
 _URL = f"sqlite:///{_DIR / 'db.sqlite'}"
 
 
