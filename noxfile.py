@@ -94,7 +94,8 @@ def lowest_constraints(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, s
 
 
 def _constraints_file(session: nox.Session) -> Path:
-    path = Path(session.create_tmp()) / "constraints-lowest.txt"
+    # beside the virtualenv: session.create_tmp() would also move TMPDIR into the checkout
+    path = Path(session.virtualenv.location) / "constraints-lowest.txt"
     lines = [f"{name}=={version}" for name, version in lowest_constraints().items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -68,7 +68,8 @@ def test_quick_report_writes_every_section_and_its_plots(
     assert "Spanner emulator: skipped" in text
 
     # the command that wrote it, and the documents it compares with, by name
-    assert "Written by `python -m benchmarks report --quick --out report " in text
+    shown = out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out.name
+    assert f"Written by `python -m benchmarks report --quick --out {shown} " in text
     assert machine_paths(text) == []  # a temporary --out or SQLite file, by name only
     assert "Spanner's sequence-generation guide" in text
     assert "COMB GUID article" in text
