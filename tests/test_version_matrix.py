@@ -57,7 +57,7 @@ def test_the_lowest_set_is_every_runtime_lower_bound(noxfile: ModuleType) -> Non
     for requirement in _runtime_requirements():
         (bound,) = [s.version for s in requirement.specifier if s.operator == ">="]
         assert pins[requirement.name.lower().replace("_", "-")] == bound, requirement
-    assert pins["sqlalchemy"] == "2.0.36"
+    assert pins["sqlalchemy"] == "2.0.52"
 
 
 def test_a_requirement_without_a_lower_bound_is_refused(
