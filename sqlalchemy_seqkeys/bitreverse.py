@@ -67,7 +67,7 @@ from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_int
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
 from sqlalchemy_seqkeys.sequences import _aio
-from sqlalchemy_seqkeys.sequences._retry import error_not_retried
+from sqlalchemy_seqkeys.sequences._retry import sequence_error
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
@@ -210,7 +210,8 @@ def _next_from_sequence(conn: sa.Connection, sequence: sa.Sequence) -> int:
     try:
         value = conn.scalar(sa.select(sequence.next_value()))
     except sa.exc.DBAPIError as exc:
-        raise error_not_retried(exc, f"taking a value from sequence {sequence.name!r}") from exc
+        what = f"taking a value from sequence {sequence.name!r}"
+        raise sequence_error(exc, sequence.name, what) from exc
     if value is None:  # pragma: no cover - a sequence always answers
         raise InvalidBitReversalError(f"sequence {sequence.name!r} returned no value")
     if natively_bit_reversed(conn.dialect):
@@ -477,7 +478,7 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
             raw = self._fetch_raw(conn, state)
         except sa.exc.DBAPIError as exc:
             what = f"taking a block of {self.batch_size} from sequence {self.name!r}"
-            raise error_not_retried(exc, what) from exc
+            raise sequence_error(exc, self.name, what) from exc
         if natively_bit_reversed(conn.dialect):
             counters = sorted(reverse_bits(int(v)) for v in raw)  # its own inverse
         else:

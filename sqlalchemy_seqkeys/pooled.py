@@ -115,7 +115,7 @@ from sqlalchemy_seqkeys.errors import (
     SequenceNotFoundError,
 )
 from sqlalchemy_seqkeys.sequences import _aio
-from sqlalchemy_seqkeys.sequences._retry import _mysql_code, _sqlstate, error_not_retried
+from sqlalchemy_seqkeys.sequences._retry import _mysql_code, sequence_error
 from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE, TableSequence
 from sqlalchemy_seqkeys.sequences.resync import (
     _check_identifier,
@@ -250,22 +250,6 @@ def read_sequence_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[i
     """
     read = _CATALOGS.get(facts(conn.dialect).sequence_catalog)
     return None if read is None else read(conn, sequence)
-
-
-#: what each engine says when a sequence has no value left (PostgreSQL's
-#: SQLSTATE; MariaDB ER_SEQUENCE_RUN_OUT; Oracle ORA-08004; SQL Server 11728)
-_RAN_OUT_SQLSTATES = frozenset({"2200H"})
-_RAN_OUT_MYSQL_CODES = frozenset({4084})
-_RAN_OUT_HINTS = ("ora-08004", "11728")
-
-
-def _ran_out(exc: sa.exc.DBAPIError) -> bool:
-    orig = exc.orig
-    if orig is None:
-        return False
-    if _sqlstate(orig) in _RAN_OUT_SQLSTATES or _mysql_code(orig) in _RAN_OUT_MYSQL_CODES:
-        return True
-    return any(hint in str(orig).lower() for hint in _RAN_OUT_HINTS)
 
 
 # -- the blocks one process holds --------------------------------------------------
@@ -579,14 +563,9 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
         try:
             value = conn.scalar(self._select_next)
         except sa.exc.DBAPIError as exc:
-            if _ran_out(exc):
-                raise SequenceExhaustedError(
-                    f"sequence {self.name!r} has no value left (its MAXVALUE); nothing was "
-                    "handed out. Use a new sequence"
-                ) from exc
             # e.g. a lock timeout while a resync's ALTER SEQUENCE holds it: one wait
             what = f"taking a block of {self.allocation_size} from sequence {self.name!r}"
-            raise error_not_retried(exc, what) from exc
+            raise sequence_error(exc, self.name, what) from exc
         if value is None:  # pragma: no cover - a sequence always answers
             raise SequenceNotFoundError(f"sequence {self.name!r} returned no value")
         return int(value)

@@ -32,7 +32,12 @@ from typing import TypeVar
 
 import sqlalchemy as sa
 
-from sqlalchemy_seqkeys.errors import SequenceAllocationError, SequenceLockTimeoutError
+from sqlalchemy_seqkeys.errors import (
+    SeqKeysError,
+    SequenceAllocationError,
+    SequenceExhaustedError,
+    SequenceLockTimeoutError,
+)
 
 __all__ = [
     "describe",
@@ -41,6 +46,8 @@ __all__ = [
     "is_transient",
     "lock_timeout_setting",
     "retrying",
+    "sequence_error",
+    "sequence_ran_out",
 ]
 
 T = TypeVar("T")
@@ -199,6 +206,39 @@ def error_not_retried(
         f"{what} failed ({describe(exc)}); {outcome}. Fix what the database error (the "
         "cause) names, then try again; in a transaction, roll it back first"
     )
+
+
+#: what each engine says when a sequence has no value left (PostgreSQL's
+#: SQLSTATE; MariaDB ER_SEQUENCE_RUN_OUT; Oracle ORA-08004; SQL Server 11728;
+#: Spanner's FAILED_PRECONDITION behind the dbapi's bare IntegrityError)
+_RAN_OUT_SQLSTATES = frozenset({"2200H"})
+_RAN_OUT_MYSQL_CODES = frozenset({4084})
+_RAN_OUT_HINTS = ("ora-08004", "11728", "is exhausted")
+
+
+def sequence_ran_out(exc: sa.exc.DBAPIError) -> bool:
+    """True when ``exc`` says a native sequence has no value left."""
+    for orig in _origins(exc):
+        if _sqlstate(orig) in _RAN_OUT_SQLSTATES or _mysql_code(orig) in _RAN_OUT_MYSQL_CODES:
+            return True
+        if any(hint in str(orig).lower() for hint in _RAN_OUT_HINTS):
+            return True
+    return False
+
+
+def sequence_error(exc: sa.exc.DBAPIError, name: str, what: str) -> SeqKeysError:
+    """The SeqKeysError for a native sequence's ``nextval`` that failed (not retried).
+
+    Raise it ``from exc``: :class:`~sqlalchemy_seqkeys.SequenceExhaustedError`
+    where the sequence has no value left, else what :func:`error_not_retried`
+    says (a lock timeout, any other database error).
+    """
+    if sequence_ran_out(exc):
+        return SequenceExhaustedError(
+            f"sequence {name!r} has no value left (its MAXVALUE, or a skip range that covers "
+            "the rest); nothing was handed out. Use a new sequence"
+        )
+    return error_not_retried(exc, what)
 
 
 def retrying(
