@@ -92,6 +92,12 @@ class DoctorFinding:
     ``capabilities``; ``status`` is ``ok``, ``problem``, ``skipped`` or
     ``info``; ``fix`` is the command that fixes a problem (doctor never runs
     it); ``details`` holds the numbers behind the message.
+
+    Example::
+
+        >>> finding = DoctorFinding("behind", "orders.id", "ok", "ahead of the data")
+        >>> finding.as_dict()["status"]
+        'ok'
     """
 
     check: str

@@ -49,7 +49,7 @@ from alembic.operations import Operations
 from sqlalchemy.orm import DeclarativeBase, configure_mappers
 
 import sqlalchemy_seqkeys
-from sqlalchemy_seqkeys import WorkerLease, cli
+from sqlalchemy_seqkeys import WorkerLease, cli, errors
 
 from ._markdown import ROOT, Block, code_blocks
 from .test_readme import (
@@ -387,3 +387,15 @@ def test_choosing_agrees_with_the_readme() -> None:
     """One story: the README's "which key for which engine" table is the docs' table."""
     heading = "Which key for which engine"
     assert _table_under(DOCS / "choosing.md", heading) == _table_under(ROOT / "README.md", heading)
+
+
+def test_the_error_reference_lists_every_error() -> None:
+    # docs/reference/errors.md: a row saying when each is raised, and its reference entry
+    page = (DOCS / "reference" / "errors.md").read_text(encoding="utf-8")
+    table, _, reference = page.partition("## Reference")
+    missing = [
+        name
+        for name in errors.__all__
+        if f"| `{name}` |" not in table or f"::: sqlalchemy_seqkeys.{name}\n" not in reference
+    ]
+    assert not missing, f"docs/reference/errors.md does not list {missing}"

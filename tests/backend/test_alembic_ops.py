@@ -245,5 +245,7 @@ def test_an_old_lease_table_is_upgraded(op: Operations, engine: Engine) -> None:
     op.downgrade_worker_lease_table(table=WORKERS)  # a no-op once gone
     with pytest.raises(MigrationError, match=r"no worker-lease table 'seqkeys_ops_nothing'"):
         op.upgrade_worker_lease_table(table="seqkeys_ops_nothing")
-    with pytest.raises(MigrationError, match="table must be a non-empty str.*it names the worker-lease table"):
+    with pytest.raises(
+        MigrationError, match=r"table must be a non-empty str.*it names the worker-lease table"
+    ):
         op.upgrade_worker_lease_table(table="")

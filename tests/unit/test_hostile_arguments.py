@@ -1482,15 +1482,3 @@ def test_reading_a_stored_value_that_is_no_guid_names_the_column(
         conn.exec_driver_sql("INSERT INTO invoices (id) VALUES (?)", (garbage,))
     with engine.connect() as conn, pytest.raises(sk.InvalidGuidError, match=r"column invoices\.id"):
         conn.execute(sa.select(t.c.id)).all()
-
-
-def test_the_error_reference_lists_every_error() -> None:
-    # docs/reference/errors.md: a row saying when each is raised, and its reference entry
-    page = (Path(__file__).parents[2] / "docs" / "reference" / "errors.md").read_text()
-    table, _, reference = page.partition("## Reference")
-    missing = [
-        name
-        for name in sk.errors.__all__
-        if f"| `{name}` |" not in table or f"::: sqlalchemy_seqkeys.{name}\n" not in reference
-    ]
-    assert not missing, f"docs/reference/errors.md does not list {missing}"
