@@ -57,7 +57,7 @@ from sqlalchemy.dialects import mysql
 
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys import _validate as validate
-from sqlalchemy_seqkeys._dialect import facts
+from sqlalchemy_seqkeys._dialect import check_identifier, facts
 from sqlalchemy_seqkeys._dialect import insert_ignoring_conflict as insert_ignoring_conflict
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.errors import (
@@ -482,6 +482,8 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
     if n < 1:
         raise InvalidSequenceError(f"cannot allocate {n} values; ask for at least 1")
     params: dict[str, object] = {"seq_name": name, "n": n, "ceiling": MAX_VALUE - n}
+    # a name the engine would cut short could be another table's (cached, no I/O)
+    check_identifier(conn.dialect, table, "sequences table name", InvalidSequenceError)
     try:
         check_exact_names(conn, table)
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
@@ -596,6 +598,7 @@ def create_table_sequence(
 
 
 def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: bool) -> bool:
+    check_identifier(conn.dialect, table, "sequences table name", InvalidSequenceError)
     # rowcount of an INSERT is reported only when asked for (SQLAlchemy 2.0.28+)
     statement = insert_ignoring_conflict(conn.dialect, _clause(table), ["name"])
     statement = statement.execution_options(preserve_rowcount=True)

@@ -415,6 +415,19 @@ def test_postgresql_names_over_63_bytes_are_refused_not_truncated(
         resync_pooled_sequence(engine, "n", DATA, "c" * 64, sequences_table=TABLE)
 
 
+def test_postgresql_sequences_table_names_over_63_bytes_are_refused(pg_engine: Engine) -> None:
+    # two such tables would be one: PostgreSQL keeps the first 63 bytes of each
+    long_table = "seqkeys_hn_" + "t" * 60
+    for call in (
+        lambda: create_table_sequence(pg_engine, "n", table=long_table),
+        lambda: TableSequence("n", mode="separate", table=long_table).next_value(pg_engine),
+    ):
+        with pytest.raises(SeqKeysError, match="63 bytes"):
+            call()
+    with pg_engine.connect() as conn:
+        assert not any(t.startswith("seqkeys_hn_ttt") for t in sa.inspect(conn).get_table_names())
+
+
 def test_mariadb_refuses_names_it_cannot_hold(mysql_engine: Engine, made: _Made) -> None:
     engine = mysql_engine
     prepare(engine, made)
