@@ -67,7 +67,7 @@ from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_int
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
 from sqlalchemy_seqkeys.sequences import _aio
-from sqlalchemy_seqkeys.sequences._retry import sequence_error
+from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
@@ -209,7 +209,7 @@ class BitReversed:
 def _next_from_sequence(conn: sa.Connection, sequence: sa.Sequence) -> int:
     try:
         value = conn.scalar(sa.select(sequence.next_value()))
-    except sa.exc.DBAPIError as exc:
+    except statement_errors() as exc:
         what = f"taking a value from sequence {sequence.name!r}"
         raise sequence_error(exc, sequence.name, what) from exc
     if value is None:  # pragma: no cover - a sequence always answers
@@ -476,7 +476,7 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
         self._check_identifiers(conn.dialect)
         try:
             raw = self._fetch_raw(conn, state)
-        except sa.exc.DBAPIError as exc:
+        except statement_errors() as exc:
             what = f"taking a block of {self.batch_size} from sequence {self.name!r}"
             raise sequence_error(exc, self.name, what) from exc
         if natively_bit_reversed(conn.dialect):

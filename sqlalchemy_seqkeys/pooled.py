@@ -115,7 +115,7 @@ from sqlalchemy_seqkeys.errors import (
     SequenceNotFoundError,
 )
 from sqlalchemy_seqkeys.sequences import _aio
-from sqlalchemy_seqkeys.sequences._retry import _mysql_code, sequence_error
+from sqlalchemy_seqkeys.sequences._retry import _mysql_code, sequence_error, statement_errors
 from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE, TableSequence
 from sqlalchemy_seqkeys.sequences.resync import (
     _check_identifier,
@@ -562,7 +562,7 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
     def _nextval(self, conn: sa.Connection) -> int:
         try:
             value = conn.scalar(self._select_next)
-        except sa.exc.DBAPIError as exc:
+        except statement_errors() as exc:
             # e.g. a lock timeout while a resync's ALTER SEQUENCE holds it: one wait
             what = f"taking a block of {self.allocation_size} from sequence {self.name!r}"
             raise sequence_error(exc, self.name, what) from exc

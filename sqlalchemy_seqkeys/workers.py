@@ -190,6 +190,10 @@ def _db_errors(engine: object) -> tuple[type[BaseException], ...]:
     google = sys.modules.get("google.api_core.exceptions")
     if google is not None:
         errors.append(google.GoogleAPIError)
+    # SQLAlchemy 2.0's asyncpg adapter lets a refused connect's own error through
+    asyncpg = sys.modules.get("asyncpg.exceptions")
+    if asyncpg is not None:
+        errors.extend((asyncpg.PostgresError, asyncpg.InterfaceError))
     return tuple(errors)
 
 

@@ -26,6 +26,7 @@ as its cause.
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -48,6 +49,7 @@ __all__ = [
     "retrying",
     "sequence_error",
     "sequence_ran_out",
+    "statement_errors",
 ]
 
 T = TypeVar("T")
@@ -89,9 +91,9 @@ def _mysql_code(orig: BaseException) -> object:
     return args[0] if args and isinstance(args[0], int) else None
 
 
-def _origins(exc: sa.exc.DBAPIError) -> Iterator[BaseException]:
+def _origins(exc: BaseException) -> Iterator[BaseException]:
     """The driver's error and its causes (asyncpg's sits behind SQLAlchemy's adapter)."""
-    orig: BaseException | None = exc.orig
+    orig: BaseException | None = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
     seen: set[int] = set()
     while orig is not None and id(orig) not in seen:
         seen.add(id(orig))
@@ -142,9 +144,9 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
-def describe(exc: sa.exc.DBAPIError) -> str:
+def describe(exc: BaseException) -> str:
     """The driver's error in one short line: its class and the start of its message."""
-    orig = exc.orig if exc.orig is not None else exc
+    orig = getattr(exc, "orig", None) or exc
     text = " ".join(str(orig).split())
     return f"{type(orig).__name__}: {text[:200]}"
 
@@ -193,14 +195,14 @@ def error_in_callers_transaction(
 
 
 def error_not_retried(
-    exc: sa.exc.DBAPIError, what: str, outcome: str = "nothing was handed out"
+    exc: BaseException, what: str, outcome: str = "nothing was handed out"
 ) -> SequenceAllocationError:
     """The SeqKeysError for ``exc``, raised by one statement that is not retried (a ``nextval``).
 
     Raise it ``from exc``. Example: ``raise error_not_retried(exc, what) from exc``.
     """
     setting = lock_timeout_setting(exc)
-    if setting is not None:
+    if setting is not None and isinstance(exc, sa.exc.DBAPIError):
         return _lock_timeout_error(exc, setting, what, outcome, callers=False)
     return SequenceAllocationError(
         f"{what} failed ({describe(exc)}); {outcome}. Fix what the database error (the "
@@ -216,7 +218,7 @@ _RAN_OUT_MYSQL_CODES = frozenset({4084})
 _RAN_OUT_HINTS = ("ora-08004", "11728", "is exhausted")
 
 
-def sequence_ran_out(exc: sa.exc.DBAPIError) -> bool:
+def sequence_ran_out(exc: BaseException) -> bool:
     """True when ``exc`` says a native sequence has no value left."""
     for orig in _origins(exc):
         if _sqlstate(orig) in _RAN_OUT_SQLSTATES or _mysql_code(orig) in _RAN_OUT_MYSQL_CODES:
@@ -226,7 +228,16 @@ def sequence_ran_out(exc: sa.exc.DBAPIError) -> bool:
     return False
 
 
-def sequence_error(exc: sa.exc.DBAPIError, name: str, what: str) -> SeqKeysError:
+def statement_errors() -> tuple[type[BaseException], ...]:
+    """What one statement on a sequence fails with: SQLAlchemy's wrapped driver errors, and
+    Google's API errors, which some sqlalchemy-spanner releases let through unwrapped."""
+    google = sys.modules.get("google.api_core.exceptions")
+    if google is None:
+        return (sa.exc.DBAPIError,)
+    return (sa.exc.DBAPIError, google.GoogleAPIError)
+
+
+def sequence_error(exc: BaseException, name: str, what: str) -> SeqKeysError:
     """The SeqKeysError for a native sequence's ``nextval`` that failed (not retried).
 
     Raise it ``from exc``: :class:`~sqlalchemy_seqkeys.SequenceExhaustedError`
