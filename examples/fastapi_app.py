@@ -1,6 +1,6 @@
 """A FastAPI service on an AsyncEngine: invoice numbers, order ids and snowflake public ids.
 
-    pip install 'sqlalchemy-seqkeys[asyncio]' fastapi uvicorn httpx
+    pip install 'sqlalchemy-seqkeys[asyncio,pydantic]' fastapi uvicorn httpx
     export SEQKEYS_DATABASE_URL=postgresql+asyncpg://postgres@localhost/app
     uvicorn fastapi_app:app --workers 2                     # from examples/
     python examples/fastapi_app.py                          # a demo on SQLite (aiosqlite)
@@ -47,6 +47,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from sqlalchemy_seqkeys import Snowflake, TableSequence, sequences_table, workers_table
+from sqlalchemy_seqkeys.pydantic import SnowflakeId
 from sqlalchemy_seqkeys.workers import AsyncWorkerLease
 
 # -- models: declared before the application has a database ---------------------------
@@ -97,12 +98,12 @@ class NewOrder(BaseModel):
 
 class OrderOut(BaseModel):
     id: int
-    public_id: str  # 63-bit: past what a JSON number holds exactly in JavaScript
+    public_id: SnowflakeId  # an int here, a string in JSON: 63 bits pass what JavaScript holds
     item: str
 
 
 def _order_out(order: Order) -> OrderOut:
-    return OrderOut(id=order.id, public_id=str(order.public_id), item=order.item)
+    return OrderOut(id=order.id, public_id=order.public_id, item=order.item)
 
 
 async def session(request: Request) -> AsyncIterator[AsyncSession]:

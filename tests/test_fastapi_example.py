@@ -153,6 +153,7 @@ def test_concurrent_requests_get_unique_keys_and_gapless_invoices(db: AsyncDatab
     orders = out["orders"]
     assert len({o["id"] for o in orders}) == len(orders) == 51
     assert len({o["public_id"] for o in orders}) == 51
+    assert all(isinstance(o["public_id"], str) for o in orders)  # SnowflakeId: safe in JavaScript
     assert sorted(orders, key=lambda o: o["id"]) == sorted(
         out["posted_orders"], key=lambda o: o["id"]
     )
