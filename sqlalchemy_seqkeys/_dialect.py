@@ -28,6 +28,7 @@ __all__ = [
     "FILE_NAME_TOO_LONG",
     "DialectFacts",
     "check_identifier",
+    "create_native_sequence",
     "dialect_key",
     "facts",
     "family",
@@ -397,6 +398,21 @@ def file_name_too_long(exc: BaseException) -> bool:
     """
     orig = getattr(exc, "orig", None) or exc
     return "errno: 36" in str(orig)
+
+
+def create_native_sequence(
+    conn: sa.Connection, sequence: sa.Sequence, *, checkfirst: bool, error: type[SeqKeysError]
+) -> None:
+    """``sequence.create(conn)``; a name MariaDB refuses for its file name raises ``error``."""
+    try:
+        sequence.create(conn, checkfirst=checkfirst)
+    except sa.exc.DBAPIError as exc:
+        if not file_name_too_long(exc):
+            raise
+        raise error(
+            f"sequence name {sequence.name!r} cannot be used on {conn.dialect.name}: "
+            f"{FILE_NAME_TOO_LONG}. Nothing was created; choose a shorter name"
+        ) from exc
 
 
 def identifier_text(dialect: Dialect, name: str, schema: str | None = None) -> str:

@@ -56,10 +56,9 @@ from sqlalchemy_seqkeys._blocks import (
     begin,
 )
 from sqlalchemy_seqkeys._dialect import (
-    FILE_NAME_TOO_LONG,
     bit_reversed_block,
     check_identifier,
-    file_name_too_long,
+    create_native_sequence,
     natively_bit_reversed,
 )
 from sqlalchemy_seqkeys._positional import PositionalDefault
@@ -543,15 +542,9 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
         with begin(bind, "create") as conn:
             if self._native(conn.dialect):
                 self._check_identifiers(conn.dialect)
-                try:
-                    self.sequence.create(conn, checkfirst=checkfirst)
-                except sa.exc.DBAPIError as exc:
-                    if not file_name_too_long(exc):
-                        raise
-                    raise InvalidBitReversalError(
-                        f"sequence name {self.name!r} cannot be used on {conn.dialect.name}: "
-                        f"{FILE_NAME_TOO_LONG}. Nothing was created; choose a shorter name"
-                    ) from exc
+                create_native_sequence(
+                    conn, self.sequence, checkfirst=checkfirst, error=InvalidBitReversalError
+                )
             else:
                 sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
                 self.counter.create(conn, checkfirst=checkfirst)

@@ -96,10 +96,9 @@ from sqlalchemy_seqkeys._blocks import (
     connect,
 )
 from sqlalchemy_seqkeys._dialect import (
-    FILE_NAME_TOO_LONG,
     check_identifier,
+    create_native_sequence,
     facts,
-    file_name_too_long,
     identifier_text,
     incrementing_sequences,
 )
@@ -404,15 +403,9 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
         with begin(bind, "create") as conn:
             if incrementing_sequences(conn.dialect):
                 self._check_identifiers(conn.dialect)
-                try:
-                    self.sequence.create(conn, checkfirst=checkfirst)
-                except sa.exc.DBAPIError as exc:
-                    if not file_name_too_long(exc):
-                        raise
-                    raise InvalidSequenceError(
-                        f"sequence name {self.name!r} cannot be used on {conn.dialect.name}: "
-                        f"{FILE_NAME_TOO_LONG}. Nothing was created; choose a shorter name"
-                    ) from exc
+                create_native_sequence(
+                    conn, self.sequence, checkfirst=checkfirst, error=InvalidSequenceError
+                )
             else:
                 sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
                 self.fallback.create(conn, checkfirst=checkfirst)
