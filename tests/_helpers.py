@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import pytest
 import sqlalchemy as sa
@@ -62,19 +62,7 @@ def in_forked_child(
     read_fd, write_fd = os.pipe()
     pid = fork()
     if pid == 0:  # pragma: no cover - runs in the child
-        try:
-            os.close(read_fd)
-            if start_ns is not None:
-                wait_until(start_ns)
-            try:
-                text = child()
-            except Exception as exc:  # reported to the parent as text
-                text = f"{type(exc).__name__}: {exc}"
-            view = memoryview(text.encode())
-            while view:
-                view = view[os.write(write_fd, view) :]
-        finally:
-            os._exit(0)
+        report_from_child(child, read_fd, write_fd, start_ns)
     assert pid > 0, f"fork() failed: {ctypes.get_errno()}"
     os.close(write_fd)
     try:
@@ -82,11 +70,32 @@ def in_forked_child(
             wait_until(start_ns)
         if parent is not None:
             parent()
-        data = _read_from_child(read_fd, pid)
+        data = read_from_child(read_fd, pid, CHILD_DEADLINE_S)
+        if data is None:
+            pytest.fail(f"the forked child sent nothing for {CHILD_DEADLINE_S} s")
     finally:
         os.close(read_fd)
         _reap(pid)
-    return data.decode()
+    return data
+
+
+def report_from_child(
+    child: Callable[[], str], read_fd: int, write_fd: int, start_ns: int | None = None
+) -> NoReturn:  # pragma: no cover - runs in the child
+    """In a forked child: run ``child``, write its text (or its exception's) to the pipe, exit."""
+    try:
+        os.close(read_fd)
+        if start_ns is not None:
+            wait_until(start_ns)
+        try:
+            text = child()
+        except Exception as exc:  # reported to the parent as text
+            text = f"{type(exc).__name__}: {exc}"
+        view = memoryview(text.encode())
+        while view:
+            view = view[os.write(write_fd, view) :]
+    finally:
+        os._exit(0)
 
 
 def _reap(pid: int) -> None:
@@ -100,17 +109,18 @@ def _reap(pid: int) -> None:
         time.sleep(0.01)
 
 
-def _read_from_child(fd: int, pid: int) -> bytes:
+def read_from_child(fd: int, pid: int, timeout: float) -> str | None:
+    """The child's text, read to its end; None if it sent nothing for ``timeout`` (killed)."""
     chunks: list[bytes] = []
-    deadline = time.monotonic() + CHILD_DEADLINE_S
+    deadline = time.monotonic() + timeout
     while True:
         ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
         if not ready:
             os.kill(pid, signal.SIGKILL)
-            pytest.fail(f"the forked child sent nothing for {CHILD_DEADLINE_S} s")
+            return None
         chunk = os.read(fd, 1 << 16)
         if not chunk:
-            return b"".join(chunks)
+            return b"".join(chunks).decode()
         chunks.append(chunk)
 
 

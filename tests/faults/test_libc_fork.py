@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import select
-import signal
 import threading
 import time
 import uuid
@@ -46,7 +44,13 @@ from sqlalchemy_seqkeys import uuid7 as uuid7_module
 from sqlalchemy_seqkeys.comb import comb_minter, comb_minter_many
 from tests._forking import fork_from_c, no_stragglers  # noqa: F401 - a fixture
 from tests._forking import libc_fork as _libc_fork
-from tests._helpers import fresh_table, in_forked_child, in_threads
+from tests._helpers import (
+    fresh_table,
+    in_forked_child,
+    in_threads,
+    read_from_child,
+    report_from_child,
+)
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only"),
@@ -217,31 +221,11 @@ def _in_child_forked_from_c(
     read_fd, write_fd = os.pipe()
     pid = fork(BUSY_US, after_fork_child)
     if pid == 0:  # pragma: no cover - runs in the child
-        try:
-            os.close(read_fd)
-            try:
-                text = child()
-            except Exception as exc:  # reported to the parent as text
-                text = f"{type(exc).__name__}: {exc}"
-            view = memoryview(text.encode())
-            while view:
-                view = view[os.write(write_fd, view) :]
-        finally:
-            os._exit(0)
+        report_from_child(child, read_fd, write_fd)
     assert pid > 0, f"fork() failed: {ctypes.get_errno()}"
     os.close(write_fd)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout
     try:
-        while True:
-            ready, _, _ = select.select([read_fd], [], [], max(deadline - time.monotonic(), 0))
-            if not ready:
-                os.kill(pid, signal.SIGKILL)
-                return None
-            chunk = os.read(read_fd, 1 << 16)
-            if not chunk:
-                return b"".join(chunks).decode()
-            chunks.append(chunk)
+        return read_from_child(read_fd, pid, timeout)
     finally:
         os.close(read_fd)
         os.waitpid(pid, 0)
