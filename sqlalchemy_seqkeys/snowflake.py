@@ -196,6 +196,38 @@ class SnowflakeLayout:
         """The largest worker id the layout holds."""
         return (1 << self.worker_bits) - 1
 
+    @property
+    def timestamp_shift(self) -> int:
+        """Where the timestamp field starts: an id holds ``ticks << timestamp_shift``."""
+        return self.worker_bits + self.sequence_bits
+
+    @property
+    def worker_shift(self) -> int:
+        """Where the worker field starts: an id holds ``worker_id << worker_shift``."""
+        return self.sequence_bits
+
+    @property
+    def sequence_shift(self) -> int:
+        """Where the sequence field starts: an id holds ``sequence << sequence_shift``."""
+        return 0
+
+    def decompose(self, value: int) -> tuple[int, int, int]:
+        """Split an id (no transform) into ``(ticks, worker_id, sequence)``.
+
+        :param value: an id of this layout.
+
+        Example::
+
+            >>> SnowflakeLayout().decompose(4198401)
+            (1, 1, 1)
+        """
+        check_int(value, "value", InvalidSnowflakeError, min=0, max=MAX_INT64)
+        return (
+            value >> self.timestamp_shift,
+            (value >> self.worker_shift) & self.max_worker_id,
+            (value >> self.sequence_shift) & ((1 << self.sequence_bits) - 1),
+        )
+
     def worker_from(self, datacenter: int, machine: int, *, datacenter_bits: int = 5) -> int:
         """Compose a worker id from a datacenter id and a machine id (5 + 5 bits by default).
 
