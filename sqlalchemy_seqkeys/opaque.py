@@ -72,33 +72,10 @@ def _check_key(key: object) -> tuple[int, int]:
     return int.from_bytes(key[:8], "little"), int.from_bytes(key[8:], "little")
 
 
-def _siphash24(k0: int, k1: int, data: bytes) -> int:
-    v0 = 0x736F6D6570736575 ^ k0
-    v1 = 0x646F72616E646F6D ^ k1
-    v2 = 0x6C7967656E657261 ^ k0
-    v3 = 0x7465646279746573 ^ k1
-    n = len(data)
-    end = n - n % 8
-    # the message words, then the last block: the length's low byte over the tail
-    words = [int.from_bytes(data[i : i + 8], "little") for i in range(0, end, 8)]
-    words.append(((n & 0xFF) << 56) | int.from_bytes(data[end:], "little"))
+def _sip_rounds(rounds: int, v0: int, v1: int, v2: int, v3: int) -> tuple[int, int, int, int]:
+    """``rounds`` SipRounds of the state (v0, v1, v2, v3), each word kept to 64 bits."""
     m = _MASK64
-    for word in words:
-        v3 ^= word
-        for _ in range(2):  # SipRound, c = 2
-            v0 = (v0 + v1) & m
-            v1 = ((v1 << 13) | (v1 >> 51)) & m ^ v0
-            v0 = ((v0 << 32) | (v0 >> 32)) & m
-            v2 = (v2 + v3) & m
-            v3 = ((v3 << 16) | (v3 >> 48)) & m ^ v2
-            v0 = (v0 + v3) & m
-            v3 = ((v3 << 21) | (v3 >> 43)) & m ^ v0
-            v2 = (v2 + v1) & m
-            v1 = ((v1 << 17) | (v1 >> 47)) & m ^ v2
-            v2 = ((v2 << 32) | (v2 >> 32)) & m
-        v0 ^= word
-    v2 ^= 0xFF
-    for _ in range(4):  # SipRound, d = 4
+    for _ in range(rounds):
         v0 = (v0 + v1) & m
         v1 = ((v1 << 13) | (v1 >> 51)) & m ^ v0
         v0 = ((v0 << 32) | (v0 >> 32)) & m
@@ -109,6 +86,25 @@ def _siphash24(k0: int, k1: int, data: bytes) -> int:
         v2 = (v2 + v1) & m
         v1 = ((v1 << 17) | (v1 >> 47)) & m ^ v2
         v2 = ((v2 << 32) | (v2 >> 32)) & m
+    return v0, v1, v2, v3
+
+
+def _siphash24(k0: int, k1: int, data: bytes) -> int:
+    v0 = 0x736F6D6570736575 ^ k0
+    v1 = 0x646F72616E646F6D ^ k1
+    v2 = 0x6C7967656E657261 ^ k0
+    v3 = 0x7465646279746573 ^ k1
+    n = len(data)
+    end = n - n % 8
+    # the message words, then the last block: the length's low byte over the tail
+    words = [int.from_bytes(data[i : i + 8], "little") for i in range(0, end, 8)]
+    words.append(((n & 0xFF) << 56) | int.from_bytes(data[end:], "little"))
+    for word in words:
+        v3 ^= word
+        v0, v1, v2, v3 = _sip_rounds(2, v0, v1, v2, v3)  # c = 2
+        v0 ^= word
+    v2 ^= 0xFF
+    v0, v1, v2, v3 = _sip_rounds(4, v0, v1, v2, v3)  # d = 4
     return v0 ^ v1 ^ v2 ^ v3
 
 
