@@ -1,23 +1,11 @@
-"""Opaque public ids: show a key to the outside without its creation time.
+"""Opaque public ids: show a time-ordered key to the outside without its creation time.
 
-:class:`UuidV47` for UUIDv7 keys (below) and :class:`OpaqueBigint` for Snowflake
-and other BIGINT keys (NIST FF1 over the key's bits; the ``fpe`` extra).
-
-A UUIDv7 key starts with the millisecond it was minted, so anyone who sees it
-reads when the row was created (a user's sign-up time, an order's). The
-UUIDv47 scheme (https://github.com/stateless-me/uuidv47) keeps the key a
-UUIDv7 in the database, where it sorts and indexes well, and shows the outside
-a UUID that looks like a random version 4 one:
-
-- ``encode``: the 48-bit timestamp is XORed with 48 bits of SipHash-2-4 of the
-  key's 74 random bits under a secret 128-bit key, and the version nibble
-  becomes 4. The random bits are kept as they are;
-- ``decode``: the same mask (the random bits are unchanged, so it can be
-  computed again) restores the timestamp, and the version becomes 7.
-
-The mapping is exact and invertible, and the same as the reference C
-implementation's (the tests check its published vectors), so ids can cross
-services written in other languages::
+:class:`UuidV47` maps a UUIDv7 key to a UUID that looks like a random version 4
+one and back (the UUIDv47 scheme: SipHash-2-4 under the application's secret);
+:class:`OpaqueBigint` does the same for Snowflake and other BIGINT keys (NIST
+FF1, the ``fpe`` extra). The key stays ordered in the index. What each
+protects against, and what it does not: the "Ids in APIs" page of the docs
+(``docs/ids-in-apis.md``)::
 
     >>> import uuid
     >>> from sqlalchemy_seqkeys import UuidV47
@@ -28,19 +16,6 @@ services written in other languages::
     UUID('2463c780-7fca-4def-8c3f-7b1a2c4d5e6f')
     >>> facade.decode(facade.encode(key)) == key
     True
-
-What it protects: the creation time (and so the order and the rate of
-creation) of keys an outsider sees, as long as the secret stays secret;
-SipHash-2-4 is a keyed pseudo-random function, and its key cannot be recovered
-from ids. What it does not: it is not encryption of the key. The 74 random
-bits are shown unchanged, so the facade is as unique and as guessable as the
-key itself, and one key's facade identifies the row as well as the key does
-(authorise every access as you would with the key). Decoding does not
-authenticate: any version 4 UUID decodes to some UUIDv7, which most likely
-matches no row. Two keys with the same random bits (a duplicate in 2**74)
-would reveal the XOR of their timestamps. Rotating the secret changes every
-external id: keep old secrets for decoding (store which one an id was issued
-under) or accept that old links break.
 """
 
 from __future__ import annotations
