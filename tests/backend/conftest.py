@@ -1,0 +1,36 @@
+"""Fixtures of the pooled_sequence tests (test_pooled_*.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from sqlalchemy_seqkeys import PooledSequence, pooled_sequence
+from tests.backend._pooled import SIZE, TABLE, drop_everything, make_model
+
+
+@pytest.fixture
+def declare(engine: Engine) -> Iterator[Callable[..., tuple[PooledSequence, type[Any]]]]:
+    """Declare a pooled sequence and the rows table keyed by it, created anew."""
+    names: list[str] = []
+
+    def make(name: str, size: int = SIZE, start: int = 1) -> tuple[PooledSequence, type[Any]]:
+        drop_everything(engine, name)
+        sequence = pooled_sequence(name, size, start=start, table=TABLE)
+        row, metadata = make_model(sequence)
+        metadata.create_all(engine)
+        names.append(name)
+        return sequence, row
+
+    yield make
+    drop_everything(engine, *names)
+
+
+@pytest.fixture(params=["postgresql", "postgresql18", "mysql"])
+def native_engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engine]:
+    engine = engines.get(request.param)
+    yield engine
+    drop_everything(engine, "seqkeys_pooled_native", "seqkeys_pooled_plain")

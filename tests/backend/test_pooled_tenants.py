@@ -1,0 +1,65 @@
+"""pooled_sequence with a ``schema_translate_map``: each tenant has its own sequence and
+blocks (PostgreSQL schemas, MariaDB databases).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from sqlalchemy_seqkeys import PooledSequenceMismatchError, pooled_sequence, resync_pooled_sequence
+from tests.backend._pooled import ROWS, execute
+
+pytestmark = pytest.mark.backend
+
+
+@pytest.fixture(params=["postgresql", "mysql"])
+def tenants(request: pytest.FixtureRequest, engines: Any) -> Iterator[tuple[Engine, list[str]]]:
+    """An engine and two schemas (MariaDB: databases) of this run, dropped afterwards."""
+    engine = engines.get(request.param)
+    if request.param == "mysql":
+        with (
+            engines.fresh_database("mysql", "pooled_a") as a,
+            engines.fresh_database("mysql", "pooled_b") as b,
+        ):
+            yield engine, [str(sa.make_url(a).database), str(sa.make_url(b).database)]
+        return
+    schemas = ["seqkeys_pooled_a", "seqkeys_pooled_b"]
+    for schema in schemas:
+        execute(engine, f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        execute(engine, f"CREATE SCHEMA {schema}")
+    try:
+        yield engine, schemas
+    finally:
+        for schema in schemas:
+            execute(engine, f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def test_tenants_have_their_own_sequences_and_blocks(
+    tenants: tuple[Engine, list[str]],
+) -> None:
+    """A schema_translate_map reaches the catalog check, nextval and resync."""
+    engine, schemas = tenants
+    a, b = (engine.execution_options(schema_translate_map={None: s}) for s in schemas)
+    for start, tenant in zip((100, 5000), (a, b), strict=True):
+        pooled_sequence("orders", 10, start=start).create(tenant)
+    sequence = pooled_sequence("orders", 10)
+    assert sequence.next_values(a, 12) == list(range(100, 112))
+    assert sequence.next_values(b, 12) == list(range(5000, 5012))
+    execute(engine, f"ALTER SEQUENCE {schemas[1]}.orders INCREMENT BY 3")
+    other = pooled_sequence("orders", 10)
+    assert other.next_value(a) == 120  # tenant a is as declared
+    with pytest.raises(PooledSequenceMismatchError, match="INCREMENT BY 3"):
+        other.next_value(b)
+    metadata = sa.MetaData()
+    rows = sa.Table(ROWS, metadata, sa.Column("id", sa.BigInteger, primary_key=True))
+    metadata.create_all(a)
+    with a.begin() as conn:
+        conn.execute(rows.insert(), [{"id": 7000}])
+    assert resync_pooled_sequence(a, "orders", ROWS, "id") == 7001
+    assert pooled_sequence("orders", 10).next_value(a) == 7001
+    assert sequence.next_values(b, 8) == list(range(5012, 5020))  # b's block, untouched
