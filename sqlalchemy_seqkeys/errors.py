@@ -46,6 +46,7 @@ __all__ = [
     "SequenceMovedBackwardsError",
     "SequenceNotFoundError",
     "SequencesTableNotFoundError",
+    "ShortLifeWarning",
     "TimestampOutOfRangeError",
     "UnknownDialectError",
     "UnsupportedServerFunctionError",
@@ -204,6 +205,17 @@ class InvalidSnowflakeError(SeqKeysError, ValueError):
 
     Example: ``SnowflakeLayout(timestamp_bits=41, worker_bits=12, sequence_bits=12)``
     raises it: that is 65 bits, and an id has 63.
+    """
+
+
+class ShortLifeWarning(UserWarning):
+    """A snowflake layout whose timestamp field runs out less than ten years from now.
+
+    Emitted when such a layout (or a generator with it) is created; a layout
+    that has already run out raises :class:`InvalidSnowflakeError` instead.
+    Example: ``SnowflakeLayout(timestamp_bits=39)`` (39 bits of milliseconds
+    from 2010 last until 2028) warns; add timestamp bits, use a later epoch or
+    a longer ``time_unit``, or pass ``allow_short_life=True`` to silence it.
     """
 
 
