@@ -25,6 +25,7 @@ __all__ = [
     "InvalidBitReversalError",
     "InvalidGuidError",
     "InvalidLayoutError",
+    "InvalidLeaseError",
     "InvalidOpaqueIdError",
     "InvalidSequenceError",
     "InvalidShardError",
@@ -50,6 +51,8 @@ __all__ = [
     "TimestampOutOfRangeError",
     "UnknownDialectError",
     "UnsupportedServerFunctionError",
+    "WorkerIdNotBoundError",
+    "WorkerIdsExhaustedError",
     "WorkerLeaseDatabaseError",
     "WorkerLeaseLostError",
 ]
@@ -208,6 +211,14 @@ class InvalidSnowflakeError(SeqKeysError, ValueError):
     """
 
 
+class InvalidLeaseError(InvalidSnowflakeError):
+    """A worker-lease argument that cannot work (an :class:`InvalidSnowflakeError`).
+
+    Example: ``WorkerLease(engine, ttl=0)`` raises it; the ttl must be a
+    positive number of seconds. Also raised for a lease started twice.
+    """
+
+
 class ShortLifeWarning(UserWarning):
     """A snowflake layout whose timestamp field runs out less than ten years from now.
 
@@ -245,10 +256,29 @@ class ForkedWorkerError(SeqKeysError):
 
 
 class NoWorkerIdError(SeqKeysError):
+    """No worker id to mint with: the base of :class:`WorkerIdsExhaustedError`
+    and :class:`WorkerIdNotBoundError`.
+
+    Raised as one of the two; ``except NoWorkerIdError`` catches both (it was
+    raised for both before they were split). Example: catch the subclass you
+    mean.
+    """
+
+
+class WorkerIdsExhaustedError(NoWorkerIdError):
     """Every worker id is leased by a live process.
 
-    Example: with 10 worker bits, the 1,025th concurrent ``WorkerLease`` raises
-    it; close leases you no longer need, or use more worker bits.
+    Example: with 10 worker bits, starting the 1,025th concurrent
+    ``WorkerLease`` raises it; close leases you no longer need, or use more
+    worker bits.
+    """
+
+
+class WorkerIdNotBoundError(NoWorkerIdError):
+    """A ``Snowflake`` not bound to a worker id yet, or a lease not started yet.
+
+    Example: ``Snowflake()()`` raises it; bind the generator at startup with
+    ``ids.bind(lease)`` after ``lease.start()`` (or ``with``/``async with``).
     """
 
 
