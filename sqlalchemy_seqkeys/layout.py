@@ -1,0 +1,617 @@
+"""Snowflake layouts: where each field of a snowflake id sits, and how long it lasts.
+
+A :class:`SnowflakeLayout` says how many bits the timestamp, the worker id and
+the sequence take, in which order, from which epoch and in which time unit; it
+composes and splits ids, and says when its timestamp runs out
+(:attr:`~SnowflakeLayout.exhausts_at`) and how many ids a worker may mint per
+second (:attr:`~SnowflakeLayout.ids_per_second`). Presets give the layouts in
+production (:meth:`~SnowflakeLayout.twitter`, :meth:`~SnowflakeLayout.sonyflake`,
+:meth:`~SnowflakeLayout.discord`, :meth:`~SnowflakeLayout.instagram`,
+:meth:`~SnowflakeLayout.mastodon`) and one whose ids stay exact in JavaScript
+(:meth:`~SnowflakeLayout.js_safe`). See the "Layouts" section of
+``docs/strategies/snowflake.md`` and ``docs/ids-in-apis.md``.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import NamedTuple
+
+from ._validate import check_aware, check_flag, check_int
+from .errors import InvalidSnowflakeError, ShortLifeWarning, TimestampOutOfRangeError
+
+__all__ = [
+    "DEFAULT_EPOCH",
+    "DISCORD_EPOCH",
+    "INSTAGRAM_EPOCH",
+    "JS_SAFE_EPOCH",
+    "SONYFLAKE_EPOCH",
+    "DecodedSnowflake",
+    "SnowflakeLayout",
+]
+
+UTC = timezone.utc
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: Twitter's snowflake epoch, 1288834974657 ms after the Unix epoch.
+DEFAULT_EPOCH = datetime(2010, 11, 4, 1, 42, 54, 657000, tzinfo=UTC)
+#: Sonyflake's default start time (2014-09-01 UTC; sonyflake v2 defaults to 2025-01-01).
+SONYFLAKE_EPOCH = datetime(2014, 9, 1, tzinfo=UTC)
+#: Discord's epoch, the first millisecond of 2015 (1420070400000 ms after the Unix epoch).
+DISCORD_EPOCH = datetime(2015, 1, 1, tzinfo=UTC)
+#: Instagram's custom epoch, ``our_epoch bigint := 1314220021721`` in their ``next_id()``.
+INSTAGRAM_EPOCH = _UNIX_EPOCH + timedelta(milliseconds=1314220021721)
+#: The epoch of :meth:`SnowflakeLayout.js_safe`: 2025-01-01 UTC.
+JS_SAFE_EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
+
+_FIELDS = ("timestamp", "worker", "sequence")
+_TEN_YEARS = timedelta(days=3652)
+
+
+def _outside_stacklevel() -> int:
+    # The stacklevel for warnings.warn that points at the first caller outside
+    # this package (a preset and the dataclass __init__ sit in between).
+    frame = sys._getframe(2)  # the caller of the function that warns
+    level = 2
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith(
+        "sqlalchemy_seqkeys"
+    ):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+@dataclass(frozen=True)
+class SnowflakeLayout:
+    """Where the fields of a snowflake id sit; validated on construction.
+
+    The timestamp is the top field (ids sort by time); ``order`` says whether
+    the worker or the sequence comes next. The fields take at most 63 bits, so
+    that every id is a non-negative signed ``BIGINT``, or 64: such a layout
+    (Discord's, Instagram's, Mastodon's) keeps its ids below 2**63 by using one
+    timestamp bit less, which shortens its life (see :attr:`exhausts_at`),
+    unless ``unsigned=True`` declares that its column holds 64-bit unsigned
+    values (``Numeric(20, 0)``, MySQL's ``BIGINT UNSIGNED``): a key column
+    with a plain ``BigInteger`` is then refused.
+
+    A layout whose timestamp runs out less than ten years from now warns
+    (:class:`~sqlalchemy_seqkeys.ShortLifeWarning`) unless
+    ``allow_short_life=True``; one that has already run out raises
+    :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError`.
+
+    :param timestamp_bits: bits of the timestamp, in ``time_unit`` ticks since ``epoch``.
+    :param worker_bits: bits of the worker id (0: one generator at a time).
+    :param sequence_bits: bits of the per-tick sequence.
+    :param epoch: the instant of tick 0 (timezone-aware).
+    :param time_unit: the length of one tick (whole microseconds).
+    :param allow_short_life: do not warn about a timestamp that runs out within ten years.
+    :param order: the fields from the top: ``("timestamp", "worker", "sequence")``
+        (Twitter, Discord, Instagram) or ``("timestamp", "sequence", "worker")``
+        (Sonyflake).
+    :param worker_parts: names and widths of the parts of the worker field,
+        from the top (Discord's ``(("worker", 5), ("process", 5))``); they must
+        fill it. Used by :meth:`parts`, :meth:`worker_of` and :meth:`split_worker`.
+    :param unsigned: ids may use all 64 bits (needs a column that holds them).
+
+    Example::
+
+        >>> layout = SnowflakeLayout()
+        >>> layout.exhausts_at.year, layout.ids_per_second
+        (2080, 4096000.0)
+        >>> SnowflakeLayout.sonyflake().exhausts_at.year
+        2188
+    """
+
+    timestamp_bits: int = 41
+    worker_bits: int = 10
+    sequence_bits: int = 12
+    epoch: datetime = DEFAULT_EPOCH
+    time_unit: timedelta = timedelta(milliseconds=1)
+    allow_short_life: bool = field(default=False, compare=False)
+    order: tuple[str, ...] = _FIELDS
+    worker_parts: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    unsigned: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("timestamp_bits", "worker_bits", "sequence_bits"):
+            check_int(getattr(self, name), name, InvalidSnowflakeError, min=0)
+        if self.timestamp_bits < 1:
+            raise InvalidSnowflakeError("timestamp_bits must be at least 1")
+        check_flag(self.unsigned, "unsigned", InvalidSnowflakeError)
+        total = self.timestamp_bits + self.worker_bits + self.sequence_bits
+        if total > 64:
+            raise InvalidSnowflakeError(
+                f"the layout needs {total} bits, but a snowflake id has 64 at most (63 for "
+                "a signed BIGINT); take bits from one of the fields"
+            )
+        object.__setattr__(self, "order", self._checked_order(self.order))
+        object.__setattr__(self, "worker_parts", self._checked_parts(self.worker_parts))
+        check_aware(self.epoch, "epoch", InvalidSnowflakeError)
+        check_flag(self.allow_short_life, "allow_short_life", InvalidSnowflakeError)
+        if not isinstance(self.time_unit, timedelta) or self.time_unit <= timedelta(0):
+            raise InvalidSnowflakeError(
+                f"time_unit must be a positive timedelta, not {self.time_unit!r}"
+            )
+        if self.time_unit % timedelta(microseconds=1):
+            raise InvalidSnowflakeError("time_unit must be a whole number of microseconds")
+        try:
+            self.exhausts_at  # noqa: B018 - a datetime must hold it
+        except OverflowError:
+            raise InvalidSnowflakeError(
+                f"this layout's timestamp field ({self.timestamp_bits} bits of "
+                f"{self.time_unit}) runs past the year 9999, which a datetime cannot hold; "
+                "use fewer timestamp bits (give them to the worker or sequence fields)"
+            ) from None
+        self._check_life()
+
+    @staticmethod
+    def _checked_order(order: object) -> tuple[str, ...]:
+        wanted = "a permutation of ('timestamp', 'worker', 'sequence') starting with 'timestamp'"
+        if isinstance(order, str) or not isinstance(order, Sequence):
+            raise InvalidSnowflakeError(f"order must be {wanted}, not {order!r}")
+        checked = tuple(order)
+        if sorted(map(str, checked)) != sorted(_FIELDS) or len(checked) != 3:
+            raise InvalidSnowflakeError(f"order must be {wanted}, not {order!r}")
+        if checked[0] != "timestamp":
+            raise InvalidSnowflakeError(
+                f"order must start with 'timestamp', not {checked[0]!r}: ids must sort by "
+                "time, and a 64-bit layout in a signed BIGINT gives up a timestamp bit"
+            )
+        return checked
+
+    def _checked_parts(self, parts: object) -> tuple[tuple[str, int], ...]:
+        hint = "pairs of (name, bits), e.g. (('worker', 5), ('process', 5))"
+        if isinstance(parts, str) or not isinstance(parts, Sequence):
+            raise InvalidSnowflakeError(f"worker_parts must be {hint}, not {parts!r}")
+        checked: list[tuple[str, int]] = []
+        for part in parts:
+            if isinstance(part, str) or not isinstance(part, Sequence) or len(part) != 2:
+                raise InvalidSnowflakeError(f"worker_parts must be {hint}, not {parts!r}")
+            name, bits = part
+            if not isinstance(name, str) or not name.isidentifier():
+                raise InvalidSnowflakeError(
+                    f"a worker part's name must be an identifier, not {name!r}"
+                )
+            if name in ("ticks", "sequence", "worker_id") or name in dict(checked):
+                raise InvalidSnowflakeError(
+                    f"worker part {name!r} is used twice or names another field; rename it"
+                )
+            checked.append(
+                (name, check_int(bits, f"bits of {name!r}", InvalidSnowflakeError, min=1))
+            )
+        total = sum(bits for _, bits in checked)
+        if checked and total != self.worker_bits:
+            raise InvalidSnowflakeError(
+                f"worker_parts take {total} bits, but the worker field has {self.worker_bits}; "
+                "they must fill it"
+            )
+        return tuple(checked)
+
+    def _check_life(self) -> None:
+        now = datetime.now(UTC)
+        if self.exhausts_at <= now:
+            raise InvalidSnowflakeError(
+                f"this layout's timestamp field ran out at {self.exhausts_at.isoformat()}: "
+                "it has no tick left to mint with. Add timestamp bits, use a later epoch "
+                "or a longer time_unit"
+            )
+        left = self.exhausts_at - now
+        if left < _TEN_YEARS and not self.allow_short_life:
+            warnings.warn(
+                f"this layout's timestamp field runs out at {self.exhausts_at.isoformat()}, "
+                f"{left.days} days from now; add timestamp bits, use a later epoch or a "
+                "longer time_unit, or pass allow_short_life=True",
+                ShortLifeWarning,
+                stacklevel=_outside_stacklevel(),
+            )
+
+    def check_life(self) -> None:
+        """Check the layout's life now: raise if it ran out, warn if it runs out within ten years.
+
+        Run when the layout is created; a generator runs it again when it is
+        created with the layout (a layout made long ago may have aged).
+
+        Example::
+
+            >>> SnowflakeLayout().check_life()  # lasts until 2080: nothing to say
+        """
+        self._check_life()
+
+    # -- sizes ------------------------------------------------------------------------
+
+    @property
+    def total_bits(self) -> int:
+        """The bits the three fields take (at most 64)."""
+        return self.timestamp_bits + self.worker_bits + self.sequence_bits
+
+    @property
+    def tick_limit(self) -> int:
+        """The first tick the layout cannot mint: ``2**timestamp_bits``, or half that when a
+        64-bit layout keeps its ids below 2**63."""
+        if self.unsigned or self.total_bits < 64:
+            return 1 << self.timestamp_bits
+        return 1 << (self.timestamp_bits - 1)
+
+    @property
+    def max_id(self) -> int:
+        """The largest id the layout can hold (2**63 - 1 at most unless ``unsigned``)."""
+        return (self.tick_limit << self.timestamp_shift) - 1
+
+    @property
+    def exhausts_at(self) -> datetime:
+        """The first instant the timestamp field cannot hold: no id is minted from then on."""
+        return self.epoch + self.time_unit * self.tick_limit
+
+    @property
+    def exhausted_at(self) -> datetime:
+        """The same as :attr:`exhausts_at` (its former name)."""
+        return self.exhausts_at
+
+    @property
+    def lifetime(self) -> timedelta:
+        """How long the timestamp lasts from the epoch (``exhausts_at - epoch``)."""
+        return self.time_unit * self.tick_limit
+
+    @property
+    def ids_per_second(self) -> float:
+        """The most ids one worker can mint per second (``2**sequence_bits`` per tick)."""
+        return (1 << self.sequence_bits) / self.time_unit.total_seconds()
+
+    @property
+    def max_worker_id(self) -> int:
+        """The largest worker id the layout holds."""
+        return (1 << self.worker_bits) - 1
+
+    @property
+    def max_sequence(self) -> int:
+        """The largest sequence value of one tick."""
+        return (1 << self.sequence_bits) - 1
+
+    @property
+    def timestamp_shift(self) -> int:
+        """Where the timestamp field starts: an id holds ``ticks << timestamp_shift``."""
+        return self.worker_bits + self.sequence_bits
+
+    @property
+    def worker_shift(self) -> int:
+        """Where the worker field starts: an id holds ``worker_id << worker_shift``."""
+        return self.sequence_bits if self.order[1] == "worker" else 0
+
+    @property
+    def sequence_shift(self) -> int:
+        """Where the sequence field starts: an id holds ``sequence << sequence_shift``."""
+        return self.worker_bits if self.order[1] == "sequence" else 0
+
+    # -- ids ----------------------------------------------------------------------------
+
+    def compose(self, ticks: int, worker_id: int, sequence: int) -> int:
+        """Pack the three fields into an id (no transform).
+
+        :param ticks: ticks since the epoch, below :attr:`tick_limit`.
+        :param worker_id: from 0 to :attr:`max_worker_id`.
+        :param sequence: from 0 to :attr:`max_sequence`.
+
+        Example::
+
+            >>> SnowflakeLayout().compose(1, 1, 1)
+            4198401
+        """
+        check_int(ticks, "ticks", InvalidSnowflakeError, min=0, max=self.tick_limit - 1)
+        check_int(worker_id, "worker_id", InvalidSnowflakeError, min=0, max=self.max_worker_id)
+        check_int(sequence, "sequence", InvalidSnowflakeError, min=0, max=self.max_sequence)
+        return (
+            (ticks << self.timestamp_shift)
+            | (worker_id << self.worker_shift)
+            | (sequence << self.sequence_shift)
+        )
+
+    def decompose(self, value: int) -> tuple[int, int, int]:
+        """Split an id (no transform) into ``(ticks, worker_id, sequence)``.
+
+        :param value: an id of this layout, from 0 to :attr:`max_id`.
+
+        Example::
+
+            >>> SnowflakeLayout().decompose(4198401)
+            (1, 1, 1)
+        """
+        check_int(value, "value", InvalidSnowflakeError, min=0, max=self.max_id)
+        return (
+            value >> self.timestamp_shift,
+            (value >> self.worker_shift) & self.max_worker_id,
+            (value >> self.sequence_shift) & self.max_sequence,
+        )
+
+    def decode(self, value: int) -> DecodedSnowflake:
+        """Split an id (no transform) into its instant, worker id and sequence.
+
+        :param value: an id of this layout, from 0 to :attr:`max_id`.
+
+        Example (the id of Discord's developer documentation)::
+
+            >>> SnowflakeLayout.discord().decode(175928847299117063)
+            DecodedSnowflake(timestamp=datetime.datetime(2016, 4, 30, 11, 18, 25, 796000, tzinfo=datetime.timezone.utc), worker_id=32, sequence=7)
+        """  # noqa: E501
+        ticks, worker_id, sequence = self.decompose(value)
+        return DecodedSnowflake(self.instant_of(ticks), worker_id, sequence)
+
+    def parts(self, value: int) -> dict[str, int]:
+        """The fields of an id as integers, named as the layout's reference names them.
+
+        ``ticks`` (since the epoch), the :attr:`worker_parts` (or ``worker_id``
+        when it has none and the worker field is not empty), and ``sequence``.
+
+        :param value: an id of this layout, from 0 to :attr:`max_id`.
+
+        Example::
+
+            >>> SnowflakeLayout.discord().parts(175928847299117063)
+            {'ticks': 41944705796, 'worker': 1, 'process': 0, 'sequence': 7}
+        """
+        ticks, worker_id, sequence = self.decompose(value)
+        found: dict[str, int] = {"ticks": ticks}
+        if self.worker_parts:
+            found.update(self.split_worker(worker_id))
+        elif self.worker_bits:
+            found["worker_id"] = worker_id
+        found["sequence"] = sequence
+        return found
+
+    def split_worker(self, worker_id: int) -> dict[str, int]:
+        """The :attr:`worker_parts` of a worker id, from the top.
+
+        :param worker_id: from 0 to :attr:`max_worker_id`.
+
+        Example::
+
+            >>> SnowflakeLayout.discord().split_worker(33)
+            {'worker': 1, 'process': 1}
+        """
+        check_int(worker_id, "worker_id", InvalidSnowflakeError, min=0, max=self.max_worker_id)
+        found: dict[str, int] = {}
+        shift = self.worker_bits
+        for name, bits in self.worker_parts:
+            shift -= bits
+            found[name] = (worker_id >> shift) & ((1 << bits) - 1)
+        return found
+
+    def worker_of(self, **parts: int) -> int:
+        """Compose a worker id from its named :attr:`worker_parts` (every part, by name).
+
+        :param parts: each part's value, e.g. ``worker=1, process=0`` for Discord.
+
+        Example::
+
+            >>> SnowflakeLayout.discord().worker_of(worker=1, process=1)
+            33
+        """
+        names = [name for name, _ in self.worker_parts]
+        if not names:
+            raise InvalidSnowflakeError(
+                "this layout names no worker_parts; pass its worker id as an int"
+            )
+        if sorted(parts) != sorted(names):
+            raise InvalidSnowflakeError(f"worker_of() takes the parts {names}, not {sorted(parts)}")
+        worker_id = 0
+        for name, bits in self.worker_parts:
+            value = check_int(parts[name], name, InvalidSnowflakeError, min=0, max=(1 << bits) - 1)
+            worker_id = (worker_id << bits) | value
+        return worker_id
+
+    def worker_from(self, datacenter: int, machine: int, *, datacenter_bits: int = 5) -> int:
+        """Compose a worker id from a datacenter id and a machine id (5 + 5 bits by default).
+
+        :param datacenter: the datacenter id, in the top ``datacenter_bits``.
+        :param machine: the machine id, in the rest of the worker field.
+        :param datacenter_bits: the width of the datacenter id.
+
+        Example::
+
+            >>> SnowflakeLayout().worker_from(datacenter=3, machine=17)
+            113
+        """
+        check_int(
+            datacenter_bits, "datacenter_bits", InvalidSnowflakeError, min=0, max=self.worker_bits
+        )
+        machine_bits = self.worker_bits - datacenter_bits
+        check_int(
+            datacenter, "datacenter", InvalidSnowflakeError, min=0, max=(1 << datacenter_bits) - 1
+        )
+        check_int(machine, "machine", InvalidSnowflakeError, min=0, max=(1 << machine_bits) - 1)
+        return (datacenter << machine_bits) | machine
+
+    def ticks_at(self, instant: datetime) -> int:
+        """Ticks since the epoch at ``instant`` (aware), rounded down.
+
+        An instant before the epoch or from :attr:`exhausts_at` on has no tick:
+        it raises :class:`~sqlalchemy_seqkeys.TimestampOutOfRangeError`.
+
+        :param instant: a timezone-aware datetime.
+        """
+        check_aware(instant, "instant", InvalidSnowflakeError)
+        if not self.epoch <= instant < self.exhausts_at:
+            raise TimestampOutOfRangeError(
+                f"{instant.isoformat()} is outside this layout's time range, from its epoch "
+                f"{self.epoch.isoformat()} to {self.exhausts_at.isoformat()}; no snowflake "
+                "id of this layout has it"
+            )
+        return (instant - self.epoch) // self.time_unit
+
+    def instant_of(self, ticks: int) -> datetime:
+        """The UTC instant at which tick ``ticks`` begins.
+
+        :param ticks: ticks since the epoch, below :attr:`tick_limit`.
+        """
+        check_int(ticks, "ticks", InvalidSnowflakeError, min=0, max=self.tick_limit - 1)
+        return self.epoch.astimezone(UTC) + self.time_unit * ticks
+
+    # -- presets ----------------------------------------------------------------------------
+
+    @classmethod
+    def twitter(cls, *, epoch: datetime = DEFAULT_EPOCH) -> SnowflakeLayout:
+        """Twitter's snowflake (the default layout): 41 bits of ms, 5 + 5 bits of datacenter
+        and worker, 12 of sequence; until 2080-07-10 from Twitter's epoch.
+
+        :param epoch: tick 0 (Twitter's: 2010-11-04T01:42:54.657Z).
+
+        Example::
+
+            >>> SnowflakeLayout.twitter() == SnowflakeLayout()
+            True
+        """
+        return cls(epoch=epoch, worker_parts=(("datacenter", 5), ("worker", 5)))
+
+    @classmethod
+    def sonyflake(
+        cls,
+        *,
+        epoch: datetime = SONYFLAKE_EPOCH,
+        sequence_bits: int = 8,
+        machine_bits: int = 16,
+        time_unit: timedelta = timedelta(milliseconds=10),
+    ) -> SnowflakeLayout:
+        """Sony's Sonyflake: ``63 - sequence_bits - machine_bits`` bits of 10 ms (39 by
+        default), then the sequence (8), then the machine id (16), as its ``toID`` packs them.
+
+        The worker id is the machine id. 174 years from ``epoch`` by default;
+        25,600 ids per second per machine.
+
+        :param epoch: Sonyflake's ``StartTime`` (v1's default, 2014-09-01 UTC;
+            v2's default is 2025-01-01 UTC).
+        :param sequence_bits: ``BitsSequence``.
+        :param machine_bits: ``BitsMachineID``.
+        :param time_unit: ``TimeUnit``.
+
+        Example::
+
+            >>> layout = SnowflakeLayout.sonyflake()
+            >>> layout.order, layout.ids_per_second
+            (('timestamp', 'sequence', 'worker'), 25600.0)
+        """
+        check_int(sequence_bits, "sequence_bits", InvalidSnowflakeError, min=0, max=30)
+        check_int(machine_bits, "machine_bits", InvalidSnowflakeError, min=0, max=30)
+        return cls(
+            timestamp_bits=63 - sequence_bits - machine_bits,
+            worker_bits=machine_bits,
+            sequence_bits=sequence_bits,
+            epoch=epoch,
+            time_unit=time_unit,
+            order=("timestamp", "sequence", "worker"),
+            worker_parts=(("machine", machine_bits),) if machine_bits else (),
+        )
+
+    @classmethod
+    def discord(cls, *, unsigned: bool = False) -> SnowflakeLayout:
+        """Discord's snowflake: 42 bits of ms since 2015-01-01, a 5-bit worker and a 5-bit
+        process (the worker field), a 12-bit increment (the sequence).
+
+        64 bits: in a signed ``BIGINT`` its ids stay below 2**63 until
+        2084-09-06; ``unsigned=True`` (a column that holds 64-bit unsigned
+        values) lasts until 2154-05-15, as Discord's own ids do.
+
+        :param unsigned: use the 42nd timestamp bit (ids above 2**63 - 1).
+
+        Example::
+
+            >>> SnowflakeLayout.discord().exhausts_at.date()
+            datetime.date(2084, 9, 6)
+        """
+        return cls(
+            timestamp_bits=42,
+            worker_bits=10,
+            sequence_bits=12,
+            epoch=DISCORD_EPOCH,
+            worker_parts=(("worker", 5), ("process", 5)),
+            unsigned=unsigned,
+        )
+
+    @classmethod
+    def instagram(
+        cls, *, epoch: datetime = INSTAGRAM_EPOCH, unsigned: bool = False
+    ) -> SnowflakeLayout:
+        """Instagram's ids: 41 bits of ms since their epoch, a 13-bit shard id (the worker
+        field), a 10-bit sequence, as their PL/pgSQL ``next_id()`` packs them.
+
+        64 bits: in a signed ``BIGINT`` (Instagram's column) ids stay below
+        2**63 for 2**40 ms, until 2046-06 from Instagram's epoch; ``unsigned=True``
+        doubles that.
+
+        :param epoch: tick 0 (Instagram's ``our_epoch``, 1314220021721 ms, 2011-08-24).
+        :param unsigned: use the 41st timestamp bit (ids above 2**63 - 1).
+
+        Example::
+
+            >>> SnowflakeLayout.instagram().parts(2384288897814875714)["ticks"]
+            284229385592
+        """
+        return cls(
+            timestamp_bits=41,
+            worker_bits=13,
+            sequence_bits=10,
+            epoch=epoch,
+            worker_parts=(("shard", 13),),
+            unsigned=unsigned,
+        )
+
+    @classmethod
+    def mastodon(cls) -> SnowflakeLayout:
+        """Mastodon's ids: 48 bits of ms since the Unix epoch, 16 bits of sequence, no worker.
+
+        Mastodon's ``timestamp_id()`` makes the low 16 bits the first two bytes
+        of an MD5 of the table name, a secret salt and the time, plus the
+        table's ``nextval``, modulo 2**16; a generator with this layout counts
+        them from 0 in each millisecond instead. Both are ids Mastodon decodes
+        (``id >> 16`` is the millisecond). With no worker field, one generator
+        mints at a time: worker id 0, and never beside ``timestamp_id()`` on
+        the same table. Ids stay below 2**63 until the year 6429.
+
+        Example::
+
+            >>> SnowflakeLayout.mastodon().decode(110_000_000_000 << 16).timestamp.year
+            1973
+        """
+        return cls(timestamp_bits=48, worker_bits=0, sequence_bits=16, epoch=_UNIX_EPOCH)
+
+    @classmethod
+    def js_safe(cls, *, epoch: datetime = JS_SAFE_EPOCH) -> SnowflakeLayout:
+        """53 bits, so every id is exact as a JavaScript number (at most 2**53 - 1).
+
+        38 bits of 10 ms (87 years: 2025-01-01 to 2112-02-08 by default),
+        8 bits of worker (256 workers: ``WorkerLease(max_worker_id=255)``),
+        7 bits of sequence (12,800 ids per second per worker).
+
+        :param epoch: tick 0 (2025-01-01 UTC by default).
+
+        Example::
+
+            >>> layout = SnowflakeLayout.js_safe()
+            >>> layout.max_id == 2**53 - 1, layout.exhausts_at.year, layout.ids_per_second
+            (True, 2112, 12800.0)
+        """
+        return cls(
+            timestamp_bits=38,
+            worker_bits=8,
+            sequence_bits=7,
+            epoch=epoch,
+            time_unit=timedelta(milliseconds=10),
+        )
+
+
+class DecodedSnowflake(NamedTuple):
+    """The fields of a snowflake id: :meth:`Snowflake.decode` returns one.
+
+    Example::
+
+        >>> from sqlalchemy_seqkeys import Snowflake
+        >>> s = Snowflake(worker_id=3)
+        >>> decoded = s.decode(s())
+        >>> decoded.worker_id, decoded.sequence
+        (3, 0)
+    """
+
+    timestamp: datetime
+    worker_id: int
+    sequence: int
