@@ -505,3 +505,34 @@ def test_each_preset_mints_ids_its_reference_decodes_to_the_same_fields(
         decoded = ids.decode(value)
         assert decoded.timestamp == MINT_AT
         assert decoded.worker_id == worker_id
+
+
+# -- columns for 64-bit ids ----------------------------------------------------------------------
+
+
+def _table(type_: object, layout: SnowflakeLayout) -> object:
+    import sqlalchemy as sa
+
+    return sa.Table(
+        "t",
+        sa.MetaData(),
+        sa.Column("id", type_, primary_key=True, default=Snowflake(1, layout=layout)),
+    )
+
+
+def test_an_unsigned_layout_needs_a_column_that_holds_2_64() -> None:
+    import sqlalchemy as sa
+    from sqlalchemy.dialects import mysql
+
+    unsigned = SnowflakeLayout.discord(unsigned=True)
+    for type_ in (
+        sa.BigInteger(),
+        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+        sa.Numeric(19, 0),
+    ):
+        with pytest.raises(InvalidSnowflakeError, match="whose layout is unsigned"):
+            _table(type_, unsigned)
+    for type_ in (sa.Numeric(20, 0), mysql.BIGINT(unsigned=True)):
+        _table(type_, unsigned)
+    # the same layout kept below 2**63 fits a BIGINT
+    _table(sa.BigInteger(), SnowflakeLayout.discord())
