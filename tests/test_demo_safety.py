@@ -119,11 +119,20 @@ def test_the_demo_leaves_an_applications_database_as_it_was(
             engine.dispose()
 
 
-def test_every_name_the_demo_creates_carries_its_prefix() -> None:
-    metadata = demo._Base.metadata
-    assert metadata.tables
-    assert all(name.startswith(demo.PREFIX) for name in metadata.tables)
-    assert all(s.name.startswith(demo.PREFIX) for s in demo._SEQUENCES.values())
-    assert all(s.table == f"{demo.PREFIX}sequences" for s in demo._SEQUENCES.values())
-    assert demo._ACCOUNT_ID.name.startswith(demo.PREFIX)
-    assert demo._ACCOUNT_ID.table == f"{demo.PREFIX}sequences"
+def test_every_name_the_demo_creates_carries_its_prefix(tmp_path: Path) -> None:
+    """In an empty SQLite database: every table the demo leaves, and every row of its sequences
+    table (its sequences there, the bit-reversed one included)."""
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    demo.run(url, echo=lambda line: None)
+    engine = sa.create_engine(url)
+    try:
+        inspector = sa.inspect(engine)
+        tables = inspector.get_table_names()
+        assert f"{demo.PREFIX}sequences" in tables
+        assert all(name.startswith(demo.PREFIX) for name in tables), tables
+        with engine.connect() as conn:
+            rows = conn.scalars(sa.text(f"SELECT name FROM {demo.PREFIX}sequences")).all()
+        assert len(rows) >= 2, rows  # the TableSequence modes and the bit-reversed account id
+        assert all(name.startswith(demo.PREFIX) for name in rows), rows
+    finally:
+        engine.dispose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -31,7 +32,7 @@ from sqlalchemy_seqkeys.timerange import (
     snowflake_bounds,
     uuid7_bounds,
 )
-from sqlalchemy_seqkeys.uuid7 import _Uuid7Generator, uuid7_timestamp
+from sqlalchemy_seqkeys.uuid7 import new_uuid7, uuid7_timestamp
 from tests.unit.test_comb import sql_server_key
 
 UTC = timezone.utc
@@ -85,18 +86,19 @@ def test_uuid7_bounds_rounding_is_up_on_both_ends() -> None:
 
 
 def test_uuid7_bounds_select_what_new_uuid7_minted() -> None:
-    # 0.25 ms steps over 20 ms: whole runs of keys per millisecond
-    readings_ns = [
-        int((T0 - EPOCH) / timedelta(microseconds=1)) * 1_000 + i * 250_000 for i in range(80)
-    ]
-    it = iter(readings_ns)
-    g = _Uuid7Generator(clock_ns=lambda: next(it))
-    keys = [g.mint() for _ in readings_ns]
-    start, end = T0 + timedelta(milliseconds=5), T0 + timedelta(milliseconds=12, microseconds=1)
+    # new_uuid7 on the real clock, four keys at a time: whole runs of keys per millisecond
+    keys: list[uuid.UUID] = []
+    deadline = time.monotonic() + 10
+    while len({uuid7_timestamp(k) for k in keys}) < 12:
+        assert time.monotonic() < deadline, "the clock did not move through 12 milliseconds"
+        keys.extend(new_uuid7() for _ in range(4))
+        time.sleep(0.0003)
+    stamps = sorted({uuid7_timestamp(k) for k in keys})
+    start, end = stamps[3], stamps[-4] + timedelta(microseconds=1)
     lo, hi = uuid7_bounds(start, end)
     selected = sorted(k for k in keys if lo <= k < hi)
     assert selected == [k for k in keys if start <= uuid7_timestamp(k) < end]
-    assert len(selected) == 8 * 4  # ms 5..12, four keys each
+    assert {uuid7_timestamp(k) for k in selected} == set(stamps[3:-3])  # whole milliseconds
 
 
 def test_before_1970_acts_as_1970() -> None:
