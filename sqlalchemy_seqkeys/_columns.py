@@ -46,21 +46,15 @@ compares).
 from __future__ import annotations
 
 import functools
-import uuid
+import sys
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import types as sqltypes
-from sqlalchemy.dialects import oracle
-from sqlalchemy.engine.interfaces import ExecutionContext
 from sqlalchemy.sql.schema import CallableColumnDefault
 
-from ._dialect import facts
-from ._rows import RowsAhead
-from .bitreverse import BitReversed
-from .comb import _guid_minters, new_comb
 from .errors import (
     InvalidBitReversalError,
     InvalidGuidError,
@@ -69,22 +63,41 @@ from .errors import (
     InvalidSnowflakeError,
     SeqKeysError,
 )
-from .pooled import PooledSequence
-from .sequences import TableSequence
-from .shard import ShardId, _ShardComputed
-from .snowflake import Snowflake
-from .types import CombGuid, CombGuidDefault
-from .uuid7 import _default_generator, new_uuid7
+
+if TYPE_CHECKING:
+    import uuid
+
+    from sqlalchemy.engine.interfaces import ExecutionContext
+
+    from ._rows import RowsAhead
+    from .shard import ShardId
 
 __all__: list[str] = ["declared_default"]
 
+
+def _loaded(module: str, name: str) -> Any:
+    """``sqlalchemy_seqkeys.<module>.<name>`` if that module is imported, else None.
+
+    The checks import nothing: an object of a module not imported yet cannot
+    be a column's default, so a strategy costs its import only when used.
+    """
+    return getattr(sys.modules.get(f"sqlalchemy_seqkeys.{module}"), name, None)
+
+
 #: what each integer-key default is called in messages, and the error it raises
-_INTEGER_KINDS: tuple[tuple[type[Any], str, type[SeqKeysError]], ...] = (
-    (Snowflake, "snowflake ids", InvalidSnowflakeError),
-    (BitReversed, "bit-reversed values", InvalidBitReversalError),
-    (TableSequence, "table-sequence values", InvalidSequenceError),
-    (PooledSequence, "pooled-sequence values", InvalidSequenceError),
+#: (module and class name: looked up with _loaded; tests/unit/test_imports.py
+#: checks that each one names a class)
+_INTEGER_KINDS: tuple[tuple[str, str, str, type[SeqKeysError]], ...] = (
+    ("snowflake", "Snowflake", "snowflake ids", InvalidSnowflakeError),
+    ("bitreverse", "BitReversed", "bit-reversed values", InvalidBitReversalError),
+    ("sequences", "TableSequence", "table-sequence values", InvalidSequenceError),
+    ("pooled", "PooledSequence", "pooled-sequence values", InvalidSequenceError),
 )
+
+
+def _instance(obj: Any, module: str, name: str) -> bool:
+    cls = _loaded(module, name)
+    return cls is not None and isinstance(obj, cls)
 
 
 _GUID_LENGTH = 36  # the text form, 8-4-4-4-12 with hyphens
@@ -131,19 +144,30 @@ def _unwrapped(arg: Any) -> Any:
 
 
 def _integer_kind(fn: Any) -> tuple[str, type[SeqKeysError]] | None:
-    for cls, what, error in _INTEGER_KINDS:
-        if isinstance(fn, cls):
+    for module, name, what, error in _INTEGER_KINDS:
+        if _instance(fn, module, name):
             return what, error
     return None
 
 
 def _is_guid_default(fn: Any) -> bool:
-    if isinstance(fn, CombGuidDefault) or fn in _guid_minters:  # new_uuid7, comb_minter(...)
+    if _instance(fn, "types", "CombGuidDefault"):
         return True
-    return isinstance(fn, functools.partial) and fn.func in (new_comb, new_uuid7)
+    minters = _loaded("comb", "_guid_minters")  # new_uuid7, comb_minter(...)
+    if minters is None:  # comb not imported: no COMB nor UUIDv7 minter exists
+        return False
+    if fn in minters:
+        return True
+    return isinstance(fn, functools.partial) and fn.func in (
+        _loaded("comb", "new_comb"),
+        _loaded("uuid7", "new_uuid7"),
+    )
 
 
 def _is_uuid7(fn: Any) -> bool:
+    new_uuid7 = _loaded("uuid7", "new_uuid7")
+    if new_uuid7 is None:
+        return False
     return fn is new_uuid7 or (isinstance(fn, functools.partial) and fn.func is new_uuid7)
 
 
@@ -171,19 +195,39 @@ def _bigint_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None)
         if scale not in (None, 0):
             return f"{type_!r} has a scale of {scale}; an integer key needs scale 0"
         if precision is None:
-            if isinstance(type_, oracle.NUMBER):  # NUMBER without precision: 38 digits
-                return None
+            oracle = sys.modules.get("sqlalchemy.dialects.oracle")  # imported if in use
+            if oracle is not None and isinstance(type_, oracle.NUMBER):
+                return None  # NUMBER without precision: 38 digits
             return f"{type_!r} has no precision (MySQL's DECIMAL then holds 10 digits)"
         if precision < 19:
             return f"{type_!r} holds {precision} digits; 2**63 - 1 has 19"
         return None
     if isinstance(type_, sqltypes.Integer):
-        if dialect is not None and facts(dialect).integer_is_64_bits:  # a variant: fine
-            return None
+        if dialect is not None:
+            from ._dialect import facts
+
+            if facts(dialect).integer_is_64_bits:  # a variant: fine
+                return None
         return f"{type_!r} is at most 32 bits on most engines"
     if isinstance(type_, _NOT_NUMBERS):
         return f"{type_!r} does not hold integers"
     return None  # a type this library does not know (UserDefinedType): may hold them
+
+
+def _u64_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) -> str | None:
+    """Why ``type_`` cannot hold every value up to 2**64 - 1, or None if it can (or may)."""
+    if isinstance(type_, sqltypes.TypeDecorator):
+        return _u64_problem(type_.impl_instance, dialect)
+    if isinstance(type_, sqltypes.BigInteger):
+        if getattr(type_, "unsigned", False):
+            return None  # MySQL's BIGINT UNSIGNED
+        return f"{type_!r} holds at most 2**63 - 1"
+    numeric = isinstance(type_, sqltypes.Numeric) and not isinstance(type_, sqltypes.Float)
+    if numeric and type_.precision is not None and type_.precision < 20:  # type: ignore[attr-defined]
+        return f"{type_!r} holds {type_.precision} digits; 2**64 - 1 has 20"  # type: ignore[attr-defined]
+    if isinstance(type_, sqltypes.Integer) and not isinstance(type_, sqltypes.Numeric):
+        return f"{type_!r} holds at most 2**63 - 1"
+    return _bigint_problem(type_, dialect)
 
 
 def _guid_problem(type_: sqltypes.TypeEngine[Any]) -> str | None:
@@ -231,8 +275,23 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
                     "Mapped[int] without a type, give mapped_column(sa.BigInteger, ...) "
                     "or type_annotation_map={int: sa.BigInteger}"
                 )
+        layout = getattr(fn, "layout", None) if _instance(fn, "snowflake", "Snowflake") else None
+        if layout is not None and layout.max_id > 2**63 - 1:
+            for dialect, variant in _variants(type_):
+                problem = _u64_problem(variant, dialect)
+                if problem is not None:
+                    on = f" (its variant for {dialect})" if dialect else ""
+                    raise InvalidSnowflakeError(
+                        f"{_where(column, table)}{on} cannot hold the ids of its default "
+                        f"{fn!r}, whose layout is unsigned (ids up to 2**64 - 1): {problem}. "
+                        "Declare it sa.Numeric(20, 0) (not on SQLite, whose numbers stop at "
+                        "2**63 - 1), or mysql.BIGINT(unsigned=True) on MySQL and MariaDB; or "
+                        "drop unsigned=True from the layout (its ids then stay below 2**63, "
+                        "and it runs out sooner: see layout.exhausts_at)"
+                    )
     elif _is_guid_default(fn):
-        if isinstance(type_, CombGuid) and type_.native_uuid and not _is_uuid7(fn):
+        native = _instance(type_, "types", "CombGuid") and type_.native_uuid  # type: ignore[attr-defined]
+        if native and not _is_uuid7(fn):
             raise InvalidGuidError(
                 f"{_where(column, table)} is CombGuid(native_uuid=True), MariaDB's UUID type, "
                 f"which swaps the groups of values whose random bits read as UUID versions 1 "
@@ -251,10 +310,10 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
 
 
 def _shard_of(column: sa.Column[Any]) -> ShardId | None:
-    if isinstance(column.computed, _ShardComputed):
-        return column.computed.shard
+    if _instance(column.computed, "shard", "_ShardComputed"):
+        return column.computed.shard  # type: ignore[union-attr,no-any-return]
     fn = _given_default(column)
-    return fn if isinstance(fn, ShardId) else None
+    return fn if _instance(fn, "shard", "ShardId") else None
 
 
 def _check_shards(table: sa.Table, columns: list[sa.Column[Any]]) -> None:
@@ -286,15 +345,19 @@ _complete: weakref.WeakSet[sa.Table] = weakref.WeakSet()
 def _is_ours(column: sa.Column[Any]) -> bool:
     fn = _given_default(column)
     return (
-        isinstance(column.computed, _ShardComputed)
+        _instance(column.computed, "shard", "_ShardComputed")
         or _integer_kind(fn) is not None
-        or isinstance(fn, ShardId)
+        or _instance(fn, "shard", "ShardId")
         or _is_guid_default(fn)
     )
 
 
-#: where an executemany keeps the UUIDv7 values of its rows
-_UUID7_ROWS: RowsAhead[uuid.UUID] = RowsAhead("uuid7")
+@functools.cache
+def _uuid7_rows() -> RowsAhead[uuid.UUID]:
+    """Where an executemany keeps the UUIDv7 values of its rows (made at first use)."""
+    from ._rows import RowsAhead
+
+    return RowsAhead("uuid7")
 
 
 def _new_uuid7_rows(context: ExecutionContext) -> uuid.UUID:
@@ -304,11 +367,14 @@ def _new_uuid7_rows(context: ExecutionContext) -> uuid.UUID:
     clock reading and lock, not one per row: the values one by one would
     give), kept for its other rows (:mod:`sqlalchemy_seqkeys._rows`).
     """
-    value = _UUID7_ROWS.pop(context)
+    from . import uuid7
+
+    rows = _uuid7_rows()
+    value = rows.pop(context)
     if value is None:
         # mint_many looked up at each call: tests count its calls
-        value = _UUID7_ROWS.take(context, lambda rows: _default_generator.mint_many(rows))
-    return new_uuid7() if value is None else value
+        value = rows.take(context, lambda n: uuid7._default_generator.mint_many(n))
+    return uuid7.new_uuid7() if value is None else value
 
 
 def declared_default(column: sa.Column[Any]) -> Any:
@@ -319,7 +385,7 @@ def declared_default(column: sa.Column[Any]) -> Any:
     supported SQLAlchemy.
     """
     fn = _given_default(column)
-    return new_uuid7 if fn is _new_uuid7_rows else fn
+    return _loaded("uuid7", "new_uuid7") if fn is _new_uuid7_rows else fn
 
 
 def _column_attached(column: sa.Column[Any], parent: Any) -> None:
@@ -327,10 +393,11 @@ def _column_attached(column: sa.Column[Any], parent: Any) -> None:
         return
     _check_type(column, parent)
     fn = _given_default(column)
-    if fn is new_uuid7 and isinstance(column.default, CallableColumnDefault):
+    is_new_uuid7 = fn is not None and fn is _loaded("uuid7", "new_uuid7")
+    if is_new_uuid7 and isinstance(column.default, CallableColumnDefault):
         column.default.arg = _new_uuid7_rows
     if column.autoincrement == "auto" and (
-        _integer_kind(fn) is not None or isinstance(fn, ShardId)
+        _integer_kind(fn) is not None or _instance(fn, "shard", "ShardId")
     ):
         # what create_all already assumes; Alembic then renders it (no SERIAL)
         column.autoincrement = False

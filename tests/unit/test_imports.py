@@ -1,0 +1,138 @@
+"""``import sqlalchemy_seqkeys`` loads no strategy until one is used; every public name resolves.
+
+Each check runs in a fresh interpreter (the test process has imported
+everything long before) and compares ``sys.modules`` with what ``import
+sqlalchemy`` alone loads: no timing, so no flaky threshold.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import sqlalchemy_seqkeys as sk
+from sqlalchemy_seqkeys import _columns, errors
+
+PACKAGE = Path(sk.__file__).resolve().parent
+
+#: what ``import sqlalchemy_seqkeys`` may load: the package, its errors, and the
+#: key-column checks (which import no strategy: tests below)
+EAGER = {"sqlalchemy_seqkeys", "sqlalchemy_seqkeys._columns", "sqlalchemy_seqkeys.errors"}
+
+
+def _fresh(code: str) -> str:
+    """The last line ``code`` prints in a fresh interpreter."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PACKAGE.parent
+    )
+    return out.stdout.splitlines()[-1]
+
+
+def _new_modules(statement: str) -> set[str]:
+    """The modules ``statement`` loads in a fresh interpreter that imported sqlalchemy."""
+    code = (
+        "import json, sys\n"
+        "import sqlalchemy\n"
+        "before = set(sys.modules)\n"
+        f"{statement}\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+    )
+    return set(json.loads(_fresh(code)))
+
+
+def test_import_loads_no_strategy_nor_optional_module() -> None:
+    # asyncio and importlib.metadata are SQLAlchemy's own imports today (2.0.52 and
+    # 2.1): this package adds no module at all beyond the three it needs
+    assert _new_modules("import sqlalchemy_seqkeys") == EAGER
+
+
+@pytest.mark.parametrize(
+    ("statement", "allowed"),
+    [
+        ("from sqlalchemy_seqkeys import SeqKeysError", set()),
+        ("from sqlalchemy_seqkeys import Snowflake", {"snowflake", "_fork", "_validate"}),
+        (
+            "from sqlalchemy_seqkeys import new_uuid7",
+            {"uuid7", "comb", "_fork", "_validate", "_enum"},
+        ),
+    ],
+)
+def test_a_strategy_loads_only_its_own_modules(statement: str, allowed: set[str]) -> None:
+    ours = {m for m in _new_modules(statement) if m.startswith("sqlalchemy_seqkeys")}
+    assert ours <= EAGER | {f"sqlalchemy_seqkeys.{name}" for name in allowed}
+
+
+def test_the_doctor_function_outlives_an_import_of_its_module() -> None:
+    # the package's `doctor` is the function, also once `sqlalchemy_seqkeys.doctor`
+    # the module was imported (which sets the package attribute of that name)
+    code = (
+        "import sqlalchemy_seqkeys.doctor\n"
+        "import sqlalchemy_seqkeys as sk\n"
+        "print(sk.doctor.__module__, type(sk.doctor).__name__)"
+    )
+    assert _fresh(code) == "sqlalchemy_seqkeys.doctor function"
+
+
+def test_star_import_gives_every_public_name() -> None:
+    code = (
+        "from sqlalchemy_seqkeys import *\n"
+        "import sqlalchemy_seqkeys as sk\n"
+        "print(sorted(set(sk.__all__) - set(globals())))"
+    )
+    assert _fresh(code) == "[]"
+
+
+def test_all_the_lazy_map_and_the_typing_imports_agree() -> None:
+    lazy = set(sk._EXPORTS)
+    assert set(sk.__all__) == lazy | set(errors.__all__) | {"__version__"}
+    assert len(sk.__all__) == len(set(sk.__all__))
+    for name, module in sk._EXPORTS.items():
+        assert getattr(sk, name) is getattr(sys.modules[f"sqlalchemy_seqkeys.{module}"], name)
+    # the `if TYPE_CHECKING:` imports (what mypy and IDEs see) name the same modules
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    typing_block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+    )
+    seen = {
+        alias.name: node.module
+        for node in typing_block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert seen == sk._EXPORTS
+    assert set(dir(sk)) >= set(sk.__all__)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        sk.no_such_name  # noqa: B018
+
+
+def test_the_column_checks_name_real_classes() -> None:
+    # _columns looks the strategies up by module and name, so as not to import
+    # them; a renamed class would silently escape the checks
+    import sqlalchemy_seqkeys.comb
+    import sqlalchemy_seqkeys.types
+    import sqlalchemy_seqkeys.uuid7  # noqa: F401
+
+    sk.ShardId  # noqa: B018 - imports shard
+    for module, name, _what, _error in _columns._INTEGER_KINDS:
+        getattr(sk, name)  # imports it
+        assert isinstance(_columns._loaded(module, name), type), (module, name)
+    for module, name in [
+        ("types", "CombGuid"),
+        ("types", "CombGuidDefault"),
+        ("shard", "ShardId"),
+        ("shard", "_ShardComputed"),
+    ]:
+        assert isinstance(_columns._loaded(module, name), type), (module, name)
+    assert _columns._loaded("uuid7", "new_uuid7") is sk.new_uuid7
+    assert _columns._loaded("comb", "new_comb") is sk.new_comb
+    assert sk.new_uuid7 in _columns._loaded("comb", "_guid_minters")
