@@ -25,6 +25,10 @@ ROOT = Path(__file__).parent.parent
 PACKAGE = ROOT / "sqlalchemy_seqkeys"
 
 
+#: what ruff checks and formats
+SOURCES = ["sqlalchemy_seqkeys", "benchmarks", "tests", "examples"]
+
+
 def _tool(name: str) -> list[str]:
     exe = Path(sys.executable).parent / name
     if exe.exists():
@@ -35,46 +39,24 @@ def _tool(name: str) -> list[str]:
     return [found]
 
 
-def test_ruff_check() -> None:
+def _passes(name: str, *args: str) -> None:
+    """Runs the tool in the repository; it must exit 0 (its output is the failure message)."""
     result = subprocess.run(
-        [*_tool("ruff"), "check", "sqlalchemy_seqkeys", "benchmarks", "tests", "examples"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
+        [*_tool(name), *args], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_check() -> None:
+    _passes("ruff", "check", *SOURCES)
 
 
 def test_ruff_format() -> None:
-    result = subprocess.run(
-        [
-            *_tool("ruff"),
-            "format",
-            "--check",
-            "sqlalchemy_seqkeys",
-            "benchmarks",
-            "tests",
-            "examples",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    _passes("ruff", "format", "--check", *SOURCES)
 
 
 def test_mypy_strict() -> None:
-    result = subprocess.run(
-        # the files pyproject names: the package and benchmarks/
-        [*_tool("mypy"), "--strict"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    _passes("mypy", "--strict")  # the files pyproject names: the package and benchmarks/
 
 
 def test_every_public_name_has_a_docstring() -> None:
