@@ -49,8 +49,9 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta, timezone
+from itertools import repeat
 
 from . import _fork
 from ._enum import ChoiceEnum
@@ -109,16 +110,29 @@ def _encoder(layout: CombLayout | str) -> Callable[[int, int], uuid.UUID]:
 _object_new = object.__new__
 _object_setattr = object.__setattr__
 _SAFE_UNKNOWN = uuid.SafeUUID.unknown
+_UUID = uuid.UUID
 
 
 def _uuid_from_int(value: int) -> uuid.UUID:
     # uuid.UUID(int=...) validates and branches on five argument forms, which
     # costs more than minting the value; our ints are in range by construction.
     # (Python 3.14 adds uuid.UUID._from_int for exactly this.)
-    u: uuid.UUID = _object_new(uuid.UUID)
+    u: uuid.UUID = _object_new(_UUID)
     _object_setattr(u, "int", value)
     _object_setattr(u, "is_safe", _SAFE_UNKNOWN)
     return u
+
+
+def _uuids_from_ints(values: Iterable[int]) -> list[uuid.UUID]:
+    """:func:`_uuid_from_int` over many values, without a call per value."""
+    out: list[uuid.UUID] = []
+    append = out.append
+    for value in values:
+        u: uuid.UUID = _object_new(_UUID)
+        _object_setattr(u, "int", value)
+        _object_setattr(u, "is_safe", _SAFE_UNKNOWN)
+        append(u)
+    return out
 
 
 # -- the monotonic (millisecond, counter) source ----------------------------
@@ -131,7 +145,7 @@ class _MonotonicSource:
     at a random value below half its range; a repeated (or earlier: the clock
     may step back) millisecond adds a random step of 1 to 2**32 to it.
 
-    Random bytes are read from ``randbytes`` (``os.urandom``) in blocks of
+    Random numbers are read from ``randbytes`` (``os.urandom``) in blocks of
     ``_BLOCK`` draws, one system call per block instead of one per value. A
     forked child throws its copy of the block away (see ``_after_fork_in_child``),
     so parent and child never use the same bytes. A child is noticed on every
@@ -141,19 +155,20 @@ class _MonotonicSource:
 
     __slots__ = (
         "__weakref__",
-        "_buffer",
         "_clock_ns",
         "_counter",
+        "_draws",
         "_fresh_shift",
         "_lock",
         "_max",
         "_ms",
         "_nbytes",
-        "_pos",
         "_randbytes",
     )
 
     _BLOCK = 256
+    #: at most this many pairs under one hold of the lock (other threads mint in between)
+    _MANY_CHUNK = 1024
 
     def __init__(
         self,
@@ -171,43 +186,16 @@ class _MonotonicSource:
         self._lock = threading.Lock()
         self._ms = -1
         self._counter = 0
-        self._buffer = b""
-        self._pos = 0
+        self._draws: Iterator[int] = iter(())
         _fork.register(self)
 
     def next(self) -> tuple[int, int]:
         """Return the next pair; the pair is larger than every earlier one."""
         if not _fork._marker[0]:  # inline: the common case is one word read
             _fork.forked()
-        ms = self._clock_ns() // 1_000_000
-        n = self._nbytes
+        now_ms = self._clock_ns() // 1_000_000
         with self._lock:
-            pos = self._pos
-            if pos + n > len(self._buffer):
-                self._buffer = self._randbytes(n * self._BLOCK)
-                pos = 0
-            self._pos = pos + n
-            r = int.from_bytes(self._buffer[pos : pos + n], "big")
-            if ms > self._ms:
-                self._ms = ms
-                counter = r >> self._fresh_shift
-            else:
-                ms = self._ms
-                counter = self._counter + 1 + (r & 0xFFFFFFFF)
-                if counter > self._max:
-                    # this millisecond ran out of room: borrow the next one
-                    ms = self._ms = ms + 1
-                    counter = r >> self._fresh_shift
-            self._counter = counter
-        if ms >= _MS_LIMIT:
-            raise TimestampOutOfRangeError(
-                f"the clock reads {ms} ms since 1970, past the 48-bit timestamp field; "
-                "check the system clock"
-            )
-        return ms, counter
-
-    #: at most this many pairs under one hold of the lock (other threads mint in between)
-    _MANY_CHUNK = 1024
+            return self._step(now_ms)
 
     def next_many(self, k: int) -> list[tuple[int, int]]:
         """The next ``k`` pairs: what ``k`` calls of :meth:`next` at one clock reading give.
@@ -219,50 +207,51 @@ class _MonotonicSource:
         """
         if not _fork._marker[0]:
             _fork.forked()
-        now = self._clock_ns() // 1_000_000
-        n = self._nbytes
-        shift = self._fresh_shift
-        top = self._max
-        from_bytes = int.from_bytes
+        now_ms = self._clock_ns() // 1_000_000
+        step = self._step
         out: list[tuple[int, int]] = []
-        append = out.append
-        ms = now
         while len(out) < k:
             with self._lock:
-                buffer, pos, ms, counter = self._buffer, self._pos, self._ms, self._counter
-                try:
-                    for _ in range(min(k - len(out), self._MANY_CHUNK)):
-                        if pos + n > len(buffer):
-                            buffer = self._randbytes(n * self._BLOCK)
-                            pos = 0
-                        r = from_bytes(buffer[pos : pos + n], "big")
-                        pos += n
-                        if now > ms:
-                            ms = now
-                            counter = r >> shift
-                        else:
-                            counter += 1 + (r & 0xFFFFFFFF)
-                            if counter > top:
-                                # this millisecond ran out of room: borrow the next one
-                                ms += 1
-                                counter = r >> shift
-                        append((ms, counter))
-                finally:
-                    # whatever was drawn is spent, even if a draw failed midway
-                    self._buffer, self._pos, self._ms, self._counter = buffer, pos, ms, counter
+                out += map(step, repeat(now_ms, min(k - len(out), self._MANY_CHUNK)))
+        return out
+
+    def _step(self, now_ms: int) -> tuple[int, int]:
+        """The pair for a clock reading (the one place the state moves); hold the lock."""
+        r = next(self._draws, None)
+        if r is None:
+            r = self._refill()
+        ms = self._ms
+        if now_ms > ms:
+            self._ms = ms = now_ms
+            counter = r >> self._fresh_shift
+        else:  # the same millisecond, or the clock stepped back: hold the latest one
+            counter = self._counter + 1 + (r & 0xFFFFFFFF)
+            if counter > self._max:
+                # this millisecond ran out of room: borrow the next one
+                self._ms = ms = ms + 1
+                counter = r >> self._fresh_shift
+        self._counter = counter
         if ms >= _MS_LIMIT:
             raise TimestampOutOfRangeError(
                 f"the clock reads {ms} ms since 1970, past the 48-bit timestamp field; "
                 "check the system clock"
             )
-        return out
+        return ms, counter
+
+    def _refill(self) -> int:
+        """Read a new block of random numbers; return its first (the caller holds the lock)."""
+        n = self._nbytes
+        block = self._randbytes(n * self._BLOCK)
+        from_bytes = int.from_bytes
+        draws = iter([from_bytes(block[i : i + n], "big") for i in range(0, len(block), n)])
+        self._draws = draws
+        return next(draws)
 
     def _after_fork_in_child(self) -> None:
         # The lock may have been held by a thread that does not exist here.
         self._lock = threading.Lock()
-        # Never reuse the parent's buffered random bytes.
-        self._buffer = b""
-        self._pos = 0
+        # Never reuse the parent's buffered random numbers.
+        self._draws = iter(())
         # Exhaust the current millisecond: the child's next value takes a fresh
         # random counter in a later millisecond, so it stays above everything
         # the child inherited and shares no counter walk with the parent.
@@ -376,11 +365,9 @@ def comb_minter(layout: CombLayout | str) -> Callable[[], uuid.UUID]:
         return mint
 
     # The default layout on most engines, inlined: this runs once per row.
-    uuid_class = uuid.UUID
-
     def mint_as_string() -> uuid.UUID:
         ms, counter = source_next()
-        u: uuid.UUID = _object_new(uuid_class)
+        u: uuid.UUID = _object_new(_UUID)
         _object_setattr(u, "int", (ms << 80) | counter)
         _object_setattr(u, "is_safe", _SAFE_UNKNOWN)
         return u
@@ -408,7 +395,7 @@ def comb_minter_many(layout: CombLayout | str) -> Callable[[int], list[uuid.UUID
     if encode is _encode_as_string:  # the default layout on most engines: one call a value
 
         def mint_many(k: int) -> list[uuid.UUID]:
-            return list(map(_uuid_from_int, [(ms << 80) | c for ms, c in source_many(k)]))
+            return _uuids_from_ints([(ms << 80) | c for ms, c in source_many(k)])
 
     else:
 

@@ -133,13 +133,19 @@ def _counted_many_minter(kind: str, engine: Engine) -> Iterator[tuple[Any, list[
         default._many[name] = counting(default._minter_many(name))
         yield default, calls
     else:
-        generator = uuid7_module._default_generator
-        real = generator.mint_many
-        generator.mint_many = counting(real)
+        # the generator class's method: its instances have no attributes to swap
+        generator_class = uuid7_module._Uuid7Generator
+        real = generator_class.mint_many
+
+        def counted(self: uuid7_module._Uuid7Generator, k: int) -> list[uuid.UUID]:
+            calls.append(k)
+            return real(self, k)
+
+        generator_class.mint_many = counted  # type: ignore[method-assign]
         try:
             yield new_uuid7, calls
         finally:
-            generator.mint_many = real
+            generator_class.mint_many = real  # type: ignore[method-assign]
 
 
 @pytest.mark.parametrize("kind", ["comb_guid", "new_uuid7"])
