@@ -26,13 +26,9 @@ prose's code spans must name existing subcommands.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import contextlib
-import io
 import re
-import shlex
-import tokenize
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,8 +40,17 @@ from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from sqlalchemy.orm import configure_mappers
 
-from sqlalchemy_seqkeys import WorkerLease, cli
+from sqlalchemy_seqkeys import WorkerLease
 
+from ._examples import (
+    check_parses,
+    check_subcommands,
+    commands_in,
+    comments_by_line,
+    sqlite_only,
+    stated_value,
+    uses_op,
+)
 from ._markdown import Block, code_blocks
 
 README = Path(__file__).parent.parent / "README.md"
@@ -84,7 +89,7 @@ def test_the_readme_has_examples_and_few_are_not_run() -> None:
     stated = [
         _id(b)
         for b in PYTHON_BLOCKS
-        if any(_stated_value(c)[0] for c in _comments(b.code).values())
+        if any(stated_value(c)[0] for c in comments_by_line(b.code).values())
     ]
     assert stated, "the README's example states a value (`x  # 1000`) that the test checks"
     not_run = [_id(b) for b in PYTHON_BLOCKS if b.not_run]
@@ -94,33 +99,6 @@ def test_the_readme_has_examples_and_few_are_not_run() -> None:
 
 
 # -- running the python blocks --------------------------------------------------------------
-
-
-def _stated_value(comment: str) -> tuple[bool, object]:
-    """``# 42: its own inverse`` -> (True, 42); a comment stating no literal -> (False, None)."""
-    head = comment.lstrip("#").strip().split(":", 1)[0].strip()
-    try:
-        value = ast.literal_eval(head)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False, None
-    if isinstance(value, (int, float, str, bytes, bool)):
-        return True, value
-    return False, None
-
-
-def _comments(code: str) -> dict[int, str]:
-    tokens = tokenize.generate_tokens(io.StringIO(code).readline)
-    return {t.start[0]: t.string for t in tokens if t.type == tokenize.COMMENT}
-
-
-def _uses_op(tree: ast.Module) -> bool:
-    """Whether the block's own top level (not a function body) uses ``op``."""
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if any(isinstance(n, ast.Name) and n.id == "op" for n in ast.walk(stmt)):
-            return True
-    return False
 
 
 class _Runner:
@@ -147,16 +125,16 @@ class _Runner:
         self._exec(PER_BLOCK, "<per-block preamble>")
         tree = ast.parse(block.code)
         ast.increment_lineno(tree, block.line - 1)
-        comments = _comments("\n" * (block.line - 1) + block.code)
+        comments = comments_by_line("\n" * (block.line - 1) + block.code)
         before = dict(self.namespace)
         with contextlib.ExitStack() as stack:
-            if _uses_op(tree):
+            if uses_op(tree):
                 # a migration fragment: ``op`` for its statements, then the name as it was
                 stack.enter_context(pytest.MonkeyPatch.context()).setitem(
                     self.namespace, "op", stack.enter_context(self._operations())
                 )
             for stmt in tree.body:
-                states, expected = _stated_value(comments.get(stmt.end_lineno or 0, ""))
+                states, expected = stated_value(comments.get(stmt.end_lineno or 0, ""))
                 if isinstance(stmt, ast.Expr) and states:
                     code = compile(
                         ast.Expression(stmt.value), str(README), "eval", dont_inherit=True
@@ -191,17 +169,6 @@ class _Runner:
             engine.dispose()
 
 
-def _sqlite_only(create_engine: Any) -> Any:
-    """``sa.create_engine`` that refuses a server: the README examples run offline."""
-
-    def create(url: str | sa.URL, **kw: Any) -> sa.Engine:
-        if sa.make_url(url).get_backend_name() != "sqlite":
-            raise AssertionError(f"README examples run on SQLite only, not {url!r}")
-        return create_engine(url, **kw)  # type: ignore[no-any-return]
-
-    return create
-
-
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[int, str | None]:
     """Runs every python block once, in order: README line -> the failure, or None."""
@@ -209,7 +176,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[int, str | None]:
     results: dict[int, str | None] = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(workdir)
-        mp.setattr(sa, "create_engine", _sqlite_only(sa.create_engine))
+        mp.setattr(sa, "create_engine", sqlite_only(sa.create_engine))
         runner = _Runner(workdir)
         try:
             for block in PYTHON_BLOCKS:
@@ -249,37 +216,9 @@ def test_python_block_runs(block: Block, outcomes: dict[int, str | None]) -> Non
 
 # -- the seqkeys commands ---------------------------------------------------------------------
 
-COMMAND = re.compile(r"(?:^|[\s/(`])seqkeys((?:\s+[^\s;&|)#`]+)*)")
-
-
-def _commands_in(text: str) -> list[list[str]]:
-    return [shlex.split(m[1]) for m in COMMAND.finditer(text)]
-
-
-def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
-
-
-def _check_subcommands(args: list[str]) -> None:
-    """Every subcommand the words name exists (options and their values are not checked)."""
-    parser: argparse.ArgumentParser = cli._parser()
-    path = ["seqkeys"]
-    words = iter(args)
-    while choices := _subcommands(parser):
-        word = next(words, None)
-        if word is None or word.startswith("-"):
-            return
-        if word not in choices:
-            pytest.fail(f"`{' '.join(path)} {word}`: no such command (one of {sorted(choices)})")
-        path.append(word)
-        parser = choices[word]
-
 
 def test_sh_blocks_name_seqkeys_commands() -> None:
-    commands = [args for block in SH_BLOCKS for args in _commands_in(block.code)]
+    commands = [args for block in SH_BLOCKS for args in commands_in(block.code)]
     assert len(commands) >= 2
     assert ["demo"] in commands
 
@@ -288,18 +227,8 @@ def test_sh_blocks_name_seqkeys_commands() -> None:
 def test_sh_block_seqkeys_commands_parse(block: Block) -> None:
     """Subcommands and options: the command line parses as the README writes it."""
     for line in block.code.replace("\\\n", " ").splitlines():
-        for args in _commands_in(line):
-            _check_subcommands(args)
-            output = io.StringIO()
-            with contextlib.redirect_stderr(output), contextlib.redirect_stdout(output):
-                try:
-                    cli._parser().parse_args(args)
-                except SystemExit as exc:  # --help exits 0
-                    if exc.code not in (0, None):
-                        pytest.fail(
-                            f"README.md:{block.line}: `seqkeys {shlex.join(args)}` does not "
-                            f"parse:\n{output.getvalue()}"
-                        )
+        for args in commands_in(line):
+            check_parses(args, f"README.md:{block.line}")
 
 
 def test_seqkeys_commands_in_the_prose_exist() -> None:
@@ -307,5 +236,5 @@ def test_seqkeys_commands_in_the_prose_exist() -> None:
     spans = re.findall(r"`(seqkeys [^`]+)`", text)
     assert len(spans) >= 3
     for span in spans:
-        for args in _commands_in(span):
-            _check_subcommands(args)
+        for args in commands_in(span):
+            check_subcommands(args)
