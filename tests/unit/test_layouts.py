@@ -536,3 +536,16 @@ def test_an_unsigned_layout_needs_a_column_that_holds_2_64() -> None:
         _table(type_, unsigned)
     # the same layout kept below 2**63 fits a BIGINT
     _table(sa.BigInteger(), SnowflakeLayout.discord())
+
+
+@pytest.mark.parametrize("layout", [SnowflakeLayout.discord(), SnowflakeLayout.instagram()])
+def test_a_generator_stops_where_a_64_bit_layout_leaves_the_bigint_range(
+    layout: SnowflakeLayout,
+) -> None:
+    # the last tick below 2**63 mints; the next one (the top timestamp bit) must not
+    last_ns = unix_ms(layout.instant_of(layout.tick_limit - 1)) * 1_000_000
+    ids = Snowflake(worker_id=layout.max_worker_id, layout=layout, clock=lambda: last_ns)
+    assert ids() <= 2**63 - 1
+    beyond = Snowflake(worker_id=0, layout=layout, clock=lambda: last_ns + 1_000_000)
+    with pytest.raises(InvalidSnowflakeError, match="ran out"):
+        beyond()
