@@ -1,4 +1,5 @@
-"""Small helpers the tests share: run code in threads, or in a forked child."""
+"""Small helpers the tests share: run code in threads, in a forked child, or in a fresh
+interpreter without a package."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import ctypes
 import os
 import select
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -137,3 +140,19 @@ def fresh_table(
         yield engine
     finally:
         metadata.drop_all(engine)
+
+
+def without_package(package: str, code: str) -> str:
+    """Runs ``code`` in a fresh interpreter where ``import package`` fails; returns its output.
+
+    As for a user who did not install the extra that brings ``package``.
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", f"import sys\nsys.modules[{package!r}] = None\n{code}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
