@@ -207,7 +207,7 @@ class InvalidSnowflakeError(SeqKeysError, ValueError):
     """A snowflake layout, worker id or value that cannot work.
 
     Example: ``SnowflakeLayout(timestamp_bits=41, worker_bits=12, sequence_bits=12)``
-    raises it: that is 65 bits, and an id has 63.
+    raises it: that is 65 bits, and an id has 64 at most (63 in a signed ``BIGINT``).
     """
 
 
