@@ -579,7 +579,7 @@ class SnowflakeLayout:
     def js_safe(cls, *, epoch: datetime = JS_SAFE_EPOCH) -> SnowflakeLayout:
         """53 bits, so every id is exact as a JavaScript number (at most 2**53 - 1).
 
-        38 bits of 10 ms (87 years: 2025-01-01 to 2112-02-08 by default),
+        38 bits of 10 ms (87 years: 2025-01-01 to 2112-02-09 by default),
         8 bits of worker (256 workers: ``WorkerLease(max_worker_id=255)``),
         7 bits of sequence (12,800 ids per second per worker).
 
@@ -601,7 +601,9 @@ class SnowflakeLayout:
 
 
 class DecodedSnowflake(NamedTuple):
-    """The fields of a snowflake id: :meth:`Snowflake.decode` returns one.
+    """The fields of a snowflake id: :meth:`Snowflake.decode` and
+    :meth:`SnowflakeLayout.decode` return one (:meth:`SnowflakeLayout.parts` names
+    the parts of the worker id as the layout's reference does).
 
     Example::
 
