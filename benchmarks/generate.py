@@ -29,6 +29,7 @@ from sqlalchemy_seqkeys import (
     reverse_bits,
     shard_of,
 )
+from sqlalchemy_seqkeys.comb import comb_minter
 
 __all__ = [
     "HEADING",
@@ -54,12 +55,19 @@ PUBLISHED = {
 
 
 def candidates() -> dict[str, Callable[[], object]]:
-    """The 128-bit generators to time, by display name (``uuid_utils`` ones when installed)."""
+    """The 128-bit generators to time, by display name (``uuid_utils`` ones when installed).
+
+    ``new_comb`` in each layout, ``comb_minter(AS_STRING)`` (the function the
+    ``new_comb_guid`` column default calls for each row on most engines),
+    ``new_uuid7``, beside ``uuid.uuid4``.
+    """
     found: dict[str, Callable[[], object]] = {
         "uuid.uuid4": uuid.uuid4,
         "new_comb(AS_STRING)": partial(new_comb, CombLayout.AS_STRING),
         "new_comb(AS_BINARY)": partial(new_comb, CombLayout.AS_BINARY),
         "new_comb(AT_END)": partial(new_comb, CombLayout.AT_END),
+        # what the new_comb_guid column default calls for each row on most engines
+        "comb_minter(AS_STRING)": comb_minter(CombLayout.AS_STRING),
         "new_uuid7": new_uuid7,
     }
     try:

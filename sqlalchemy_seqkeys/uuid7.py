@@ -13,7 +13,6 @@ import os
 import struct
 import threading
 import time
-import types
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -185,40 +184,32 @@ class _Uuid7Generator:
             self._last_ms, self._counter = value
 
 
-def _named(method: Callable[[], uuid.UUID], name: str, doc: str) -> Callable[[], uuid.UUID]:
-    """``method`` (a bound method) under a public name and docstring, as fast to call.
-
-    A copy of its function bound to the same object: no wrapper, no extra call.
-    """
-    assert isinstance(method, types.MethodType)
-    fn = method.__func__
-    named = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
-    named.__qualname__ = name
-    named.__doc__ = doc
-    named.__module__ = __name__
-    named.__annotations__ = dict(fn.__annotations__)
-    return types.MethodType(named, method.__self__)
-
-
-_NEW_UUID7_DOC = """Mint an RFC 9562 version 7 UUID, laid out as Python 3.14's ``uuid.uuid7()``.
-
-48-bit Unix milliseconds, a 42-bit counter re-seeded each millisecond (top
-bit clear) and incremented within it, and 32 fresh random bits; values
-minted by one process strictly increase. Thread-safe and fork-safe. Use it
-as a column default: ``mapped_column(CombGuid(), primary_key=True,
-default=new_uuid7)``. It takes no arguments.
-
-Example::
-
-    >>> u = new_uuid7()
-    >>> u.version, u.variant == uuid.RFC_4122
-    (7, True)
-    >>> new_uuid7() > u
-    True
-"""
-
 _default_generator = _Uuid7Generator()
-new_uuid7: Callable[[], uuid.UUID] = _named(_default_generator.mint, "new_uuid7", _NEW_UUID7_DOC)
+_mint = _default_generator.mint
+
+
+def new_uuid7() -> uuid.UUID:
+    """Mint an RFC 9562 version 7 UUID, laid out as Python 3.14's ``uuid.uuid7()``.
+
+    48-bit Unix milliseconds, a 42-bit counter re-seeded each millisecond (top
+    bit clear) and incremented within it, and 32 fresh random bits; values
+    minted by one process strictly increase. Thread-safe and fork-safe. Use it
+    as a column default: ``mapped_column(CombGuid(), primary_key=True,
+    default=new_uuid7)``. It takes no arguments.
+
+    Example::
+
+        >>> u = new_uuid7()
+        >>> u.version, u.variant == uuid.RFC_4122
+        (7, True)
+        >>> new_uuid7() > u
+        True
+    """
+    # A module function (not the bound method itself): it pickles and copies by
+    # name, as a column default must, and stays the same object.
+    return _mint()
+
+
 _guid_minters.add(new_uuid7)
 
 

@@ -230,6 +230,32 @@ def test_new_uuid7_is_documented_and_named() -> None:
     assert new_uuid7 in comb_module._guid_minters  # a column check recognises it
 
 
+def test_new_uuid7_pickles_and_copies_as_itself() -> None:
+    """A column default survives a pickled or copied MetaData as the same function."""
+    import copy
+    import pickle
+
+    import sqlalchemy as sa
+
+    from sqlalchemy_seqkeys import CombGuid
+
+    assert pickle.loads(pickle.dumps(new_uuid7)) is new_uuid7
+    assert copy.deepcopy(new_uuid7) is new_uuid7
+    metadata = sa.MetaData()
+    sa.Table("t", metadata, sa.Column("id", CombGuid(), primary_key=True, default=new_uuid7))
+    restored = pickle.loads(pickle.dumps(metadata))
+    engine = sa.create_engine("sqlite://")
+    try:
+        restored.create_all(engine)
+        with engine.begin() as conn:
+            conn.execute(restored.tables["t"].insert(), [{}, {}])
+            keys = conn.scalars(sa.select(restored.tables["t"].c.id)).all()
+    finally:
+        engine.dispose()
+    assert len(set(keys)) == 2
+    assert all(k.version == 7 for k in keys)
+
+
 def test_threads_share_one_strictly_increasing_sequence() -> None:
     per_thread = 5_000
     results = in_threads(new_uuid7, 4, per_thread)
