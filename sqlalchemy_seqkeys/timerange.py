@@ -1,57 +1,10 @@
-"""Time ranges over keys: select the rows minted in ``[start, end)`` by their key alone.
+"""Time ranges over keys: the key bounds of the rows minted in ``[start, end)``.
 
-Time-ordered keys carry the time they were minted, so a time window is a key
-range, and an index range scan on the primary key finds its rows without a
-``created_at`` column::
-
-    >>> from datetime import datetime, timezone
-    >>> from sqlalchemy_seqkeys.timerange import uuid7_bounds
-    >>> lo, hi = uuid7_bounds(datetime(2025, 1, 1, tzinfo=timezone.utc),
-    ...                       datetime(2025, 1, 2, tzinfo=timezone.utc))
-    >>> str(lo), str(hi)
-    ('01941f29-7c00-0000-0000-000000000000', '0194244f-d800-0000-0000-000000000000')
-
-    # session.scalars(select(Order).where(Order.id >= lo, Order.id < hi))
-
-**What "exactly" means.** A key carries its time in whole units (1 ms, or a
-snowflake layout's tick): the start of the unit in which it was minted. A key
-is *in* ``[start, end)`` when the instant its own timestamp names
-(:func:`~sqlalchemy_seqkeys.uuid7_timestamp`,
-:func:`~sqlalchemy_seqkeys.comb_timestamp`, ``Snowflake.decode(id).timestamp``)
-is. The bounds round ``start`` and ``end`` *up* to the next whole unit, which
-makes ``id >= lo AND id < hi`` select exactly those keys: with ``start`` at
-12:00:00.0004, a key minted at 12:00:00.0007 (timestamp 12:00:00.000) is
-left out, one minted at 12:00:00.0012 (timestamp 12:00:00.001) is in. Windows
-that start and end on whole milliseconds (or ticks) need no thought. A key's
-timestamp is its minting host's clock reading (for ``new_uuid7``, possibly a
-little ahead of it after the clock stepped back), not the commit time.
-
-**Where a range exists.** Only where the engine compares keys in the order
-that puts the timestamp first:
-
-===============================  =============================================
-keys                             ``lo <= id < hi`` works on
-===============================  =============================================
-``new_uuid7``, PostgreSQL 18     every ``CombGuid()`` column (PostgreSQL
-``uuidv7()``, MariaDB            ``uuid``, ``CHAR(36)``, ``BINARY(16)``,
-``UUID_v7()``; COMB              ``BLOB``, Spanner ``STRING``/``BYTES``, Oracle
-``AS_STRING``                    ``RAW(16)``) and Python's ``uuid.UUID``
-                                 order; **not** SQL Server ``uniqueidentifier``
-COMB ``AT_END``                  SQL Server ``uniqueidentifier`` only (it
-                                 compares bytes 10-15 first); the bounds do not
-                                 hold in Python's ``uuid.UUID`` order or any
-                                 other engine's
-COMB ``AS_BINARY``               a binary column holding ``UUID.bytes_le``
-                                 (what .NET's ``Guid.ToByteArray()`` writes):
-                                 bind ``lo.bytes_le`` and ``hi.bytes_le``. Not a
-                                 ``CombGuid`` column, which stores ``UUID.bytes``
-snowflake ids                    any ``BIGINT``; with a ``transform`` only if it
-                                 keeps order (strictly increasing)
-rotated (``rotate_digits``) or   nowhere: consecutive ids are scattered over
-bit-reversed snowflakes,         the key space on purpose, so one time window
-bit-reversed sequences,          is not one key range; keep a timestamp column
-random ``uuid4``                 if you need windows
-===============================  =============================================
+Time-ordered keys (UUIDv7, COMB GUIDs, snowflake ids) carry the time they were
+minted, so a time window is a key range that an index range scan on the primary
+key finds, without a ``created_at`` column. What "exactly" means, and on which
+column types and engines a range exists: the "Time ranges over keys" reference
+page (docs/reference/time-ranges.md); a worked example: docs/strategies/comb-uuid7.md.
 """
 
 from __future__ import annotations
@@ -117,8 +70,18 @@ def uuid7_bounds(start: datetime, end: datetime) -> tuple[uuid.UUID, uuid.UUID]:
     For keys from :func:`~sqlalchemy_seqkeys.new_uuid7`, PostgreSQL 18's
     ``uuidv7()``, MariaDB's ``UUID_v7()`` or Python 3.14's ``uuid.uuid7()``,
     in any ``CombGuid()`` column (not SQL Server's ``uniqueidentifier``).
-    ``start`` and ``end`` are aware datetimes; both round up to the next whole
-    millisecond (see the module notes), and instants before 1970 act as 1970.
+    Select with ``id >= lo AND id < hi``; ``start == end`` gives ``lo == hi``,
+    an empty range.
+
+    :param start: the first instant of the window (included), an aware
+      ``datetime``; it rounds up to the next whole millisecond, as keys carry
+      whole milliseconds ("Time ranges over keys" page), and an instant before
+      1970 acts as 1970. A naive ``datetime`` raises
+      :class:`~sqlalchemy_seqkeys.NaiveDatetimeError`, anything else
+      :class:`~sqlalchemy_seqkeys.InvalidTimeRangeError`.
+    :param end: the instant the window stops at (excluded), an aware
+      ``datetime`` rounded as ``start`` is; before ``start`` raises
+      :class:`~sqlalchemy_seqkeys.InvalidTimeRangeError`.
 
     Example::
 
@@ -157,13 +120,23 @@ def comb_bounds(
 ) -> tuple[uuid.UUID, uuid.UUID]:
     """``(lo, hi)`` for COMB GUIDs of ``layout`` minted in ``[start, end)``, in that layout's order.
 
-    - ``AS_STRING``: UUID order, which every ``CombGuid()`` column except SQL
-      Server's follows (the same bounds as :func:`uuid7_bounds`);
-    - ``AT_END``: SQL Server ``uniqueidentifier`` order only;
-    - ``AS_BINARY``: byte order of ``UUID.bytes_le``: compare a binary column
-      holding ``bytes_le`` with ``lo.bytes_le`` and ``hi.bytes_le``.
+    :param start: the first instant of the window (included), an aware
+      ``datetime``, rounded up to the next whole millisecond as in
+      :func:`uuid7_bounds`; before 1970 acts as 1970.
+    :param end: the instant the window stops at (excluded), an aware
+      ``datetime`` not before ``start``, rounded the same way.
+    :param layout: the :class:`~sqlalchemy_seqkeys.CombLayout` the keys were
+      minted with, or its value as a string; the bounds follow its order:
 
-    Rounding as in :func:`uuid7_bounds`.
+      - ``AS_STRING`` (``"as_string"``): UUID order, which every
+        ``CombGuid()`` column except SQL Server's follows (the same bounds as
+        :func:`uuid7_bounds`);
+      - ``AT_END`` (``"at_end"``): SQL Server ``uniqueidentifier`` order only;
+      - ``AS_BINARY`` (``"as_binary"``): byte order of ``UUID.bytes_le``:
+        compare a binary column holding ``bytes_le`` with ``lo.bytes_le`` and
+        ``hi.bytes_le``.
+
+      Any other value raises :class:`~sqlalchemy_seqkeys.InvalidLayoutError`.
 
     Example::
 
@@ -209,14 +182,26 @@ def snowflake_bounds(
 ) -> tuple[int, int]:
     """``(lo, hi)``: ``lo <= id < hi`` for exactly the snowflake ids minted in ``[start, end)``.
 
-    ``layout`` is a :class:`~sqlalchemy_seqkeys.SnowflakeLayout` (default: the
-    classic one) or a :class:`~sqlalchemy_seqkeys.Snowflake`, whose layout and
-    transform are used. ``transform`` must keep order (strictly increasing,
-    such as adding an offset); :func:`~sqlalchemy_seqkeys.rotate_digits` and
-    :func:`~sqlalchemy_seqkeys.reverse_bits` do not, and raise
-    :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError`. ``start`` and ``end``
-    round up to the next whole tick of the layout; instants before its epoch
-    act as the epoch.
+    :param start: the first instant of the window (included), an aware
+      ``datetime``; it rounds up to the next whole tick of the layout
+      (``time_unit``), and an instant before the layout's ``epoch`` acts as the
+      epoch. Where the layout fills all 63 bits of a ``BIGINT``, an instant
+      past the start of its last tick has no bound and raises
+      :class:`~sqlalchemy_seqkeys.TimestampOutOfRangeError`.
+    :param end: the instant the window stops at (excluded), an aware
+      ``datetime`` not before ``start``, rounded and limited as ``start`` is.
+    :param layout: the :class:`~sqlalchemy_seqkeys.SnowflakeLayout` the ids
+      were minted with; ``None`` (the default) is ``SnowflakeLayout()``, the
+      classic 41/10/12-bit layout in milliseconds since Twitter's epoch. A
+      :class:`~sqlalchemy_seqkeys.Snowflake` stands for its own layout and
+      ``transform`` (then pass no ``transform=``).
+    :param transform: the function the ids went through after minting, applied
+      to both bounds; ``None`` (the default): none. It must keep order
+      (strictly increasing, such as adding an offset):
+      :func:`~sqlalchemy_seqkeys.rotate_digits` and
+      :func:`~sqlalchemy_seqkeys.reverse_bits` scatter a window over the key
+      range and raise :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError`, as
+      does a transform found to map the bounds out of order.
 
     Example::
 

@@ -85,6 +85,7 @@ PARAMS_DOCUMENTED = {
     "sqlalchemy_seqkeys.pydantic",
     "sqlalchemy_seqkeys.sequences",
     "sqlalchemy_seqkeys.server_keys",
+    "sqlalchemy_seqkeys.timerange",
     "sqlalchemy_seqkeys.typeid",
     "sqlalchemy_seqkeys.typeid_sql",
     "sqlalchemy_seqkeys.uuid7_sql",
