@@ -1,15 +1,8 @@
-"""The ``seqkeys`` command (also ``python -m sqlalchemy_seqkeys``): what a user runs.
+"""The ``seqkeys`` command (also ``python -m sqlalchemy_seqkeys``): ``demo``, ``resync``,
+``doctor``, ``alembic-init`` and ``alembic-template``.
 
-Example::
-
-    $ seqkeys demo                      # every strategy on an embedded SQLite file
-    $ seqkeys demo --url postgresql+psycopg://me@db/app   # ... or on your database
-    $ seqkeys alembic-init migrations   # an Alembic project from the seqkeys template
-    $ seqkeys resync --url sqlite:///app.db --sequence invoice_id --table invoices --column id
-    $ seqkeys doctor --url sqlite:///app.db --models myapp.models:Base   # exit 1 on a problem
-
-The benchmarks are not part of the package: ``python -m benchmarks`` runs
-them from a checkout of the repository.
+Each command, its options and exit statuses, and the page that explains it: the
+"The seqkeys command" reference page (docs/reference/cli.md).
 """
 
 from __future__ import annotations
@@ -18,15 +11,27 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main"]
+__all__ = ["main", "parser"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    """A new ``argparse`` parser of the ``seqkeys`` command line, as :func:`main` uses it.
+
+    For tools that check or document command lines without running them (the
+    docs' tests parse every ``seqkeys ...`` they show). Parsing runs nothing.
+
+    Example::
+
+        >>> args = parser().parse_args(["resync", "--url", "sqlite:///app.db",
+        ...     "--sequence", "invoice_id", "--table", "invoices", "--column", "id"])
+        >>> args.command, args.sequences_table
+        ('resync', 'sequences')
+    """
+    command_line = argparse.ArgumentParser(
         prog="seqkeys",
         description="Primary-key strategies for SQLAlchemy: the demo, Alembic, resync and doctor.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = command_line.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = commands.add_parser("demo", help="insert rows with every strategy and decode them")
     demo.add_argument(
@@ -76,14 +81,23 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "alembic-template", help="print the template's path, for `alembic init -t PATH DIR`"
     )
-    return parser
+    return command_line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit status."""
+    """Run the ``seqkeys`` command line; returns the process exit status.
+
+    0 on success; 1 when the command failed or ``doctor`` found a problem; 2
+    when ``resync`` or ``doctor`` cannot use its ``--url`` (or ``doctor`` its
+    ``--models``). A bad command line raises ``SystemExit(2)`` with argparse's
+    usage message, and ``--help`` ``SystemExit(0)``.
+
+    :param argv: the arguments after the program name, as in
+      ``["demo", "--rows", "5"]``; ``None`` (the default) reads ``sys.argv[1:]``.
+    """
     if argv is None:
         argv = sys.argv[1:]
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     if args.command == "demo":
         from .demo import run as run_demo
 

@@ -79,7 +79,7 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 
 def check_subcommands(args: list[str]) -> None:
     """Every subcommand the words name exists (options and their values are not checked)."""
-    parser: argparse.ArgumentParser = cli._parser()
+    parser: argparse.ArgumentParser = cli.parser()
     path = ["seqkeys"]
     words = iter(args)
     while choices := _subcommands(parser):
@@ -98,7 +98,7 @@ def check_parses(args: list[str], where: str) -> None:
     output = io.StringIO()
     with contextlib.redirect_stderr(output), contextlib.redirect_stdout(output):
         try:
-            cli._parser().parse_args(args)
+            cli.parser().parse_args(args)
         except SystemExit as exc:  # --help exits 0
             if exc.code not in (0, None):
                 pytest.fail(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import uuid
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sqlalchemy_seqkeys import reverse_bits
-from sqlalchemy_seqkeys.cli import main
+from sqlalchemy_seqkeys.cli import main, parser
 
 
 def test_demo_on_an_embedded_sqlite_file(
@@ -68,3 +69,18 @@ def test_alembic_template_prints_the_shipped_template() -> None:
         check=True,
     )
     assert (Path(result.stdout.strip()) / "env.py").is_file()
+
+
+def test_the_reference_page_lists_every_command_and_option() -> None:
+    """docs/reference/cli.md, "The seqkeys command", names each subcommand and each of its
+    options, so a new one cannot go undocumented."""
+    page = (Path(__file__).parent.parent / "docs" / "reference" / "cli.md").read_text()
+    commands = next(
+        action for action in parser()._actions if isinstance(action, argparse._SubParsersAction)
+    )
+    for name, command in commands.choices.items():
+        assert f"`seqkeys {name}" in page, name
+        for action in command._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert f"`{option}" in page or f"{option}`" in page, (name, option)
