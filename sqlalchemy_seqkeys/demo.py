@@ -1,19 +1,9 @@
 """``seqkeys demo``: every key strategy, inserted through the ORM and decoded.
 
-Creates one small table per strategy in an embedded SQLite file (or the
-database ``--url`` names), inserts a few rows through a Session, reads them
-back in the server's ``ORDER BY`` order and prints each key with what it
-decodes to::
-
-    $ seqkeys demo --url sqlite:///demo.db
-
-The demo may be pointed at a database an application already uses: everything
-it creates is named ``seqkeys_demo_...`` (:data:`PREFIX`) - its tables, its
-own sequences table ``seqkeys_demo_sequences`` and the native sequence of its
-bit-reversed keys - and those are all it drops (its tables from an earlier
-run) or writes. An application's ``sequences`` table and its other tables are
-never read, written or dropped. The tables stay afterwards for a look; the
-next run replaces them.
+It creates, writes and drops only objects named ``seqkeys_demo_...``
+(:data:`PREFIX`). What it creates and prints: the "Try the demo" section of the
+Tutorial (docs/getting-started.md) and "The seqkeys command" reference page
+(docs/reference/cli.md).
 """
 
 from __future__ import annotations
@@ -221,6 +211,15 @@ def run(url: str, rows: int = 3, echo: Callable[[str], None] = print) -> None:
 
     Only the demo's own ``seqkeys_demo_...`` tables and sequence are dropped
     (from an earlier run) and created; nothing else on ``url`` is touched.
+    The tables stay afterwards.
+
+    :param url: the database URL, as ``sqlalchemy.create_engine`` takes it
+      (``"sqlite:///seqkeys-demo.db"`` for an embedded file); its driver must
+      be installed.
+    :param rows: rows inserted per strategy (default 3); each run starts
+      from empty tables, so the table sequences hand out 1 to ``rows``.
+    :param echo: called with each line of output (default ``print``); pass
+      ``list.append`` of a list, or a logger's method, to keep the lines.
 
     Example::
 

@@ -82,6 +82,7 @@ PARAMS_DOCUMENTED = {
     "sqlalchemy_seqkeys.alembic",
     "sqlalchemy_seqkeys.alembic.spanner",
     "sqlalchemy_seqkeys.cli",
+    "sqlalchemy_seqkeys.demo",
     "sqlalchemy_seqkeys.opaque",
     "sqlalchemy_seqkeys.pydantic",
     "sqlalchemy_seqkeys.sequences",
