@@ -50,13 +50,14 @@ from ._dialect import (
     dialect_key,
     facts,
     family,
+    has_sequences,
     identifier_text,
     incrementing_sequences,
-    native_sequences,
 )
 from .bitreverse import BitReversed, BitReversedSequence
+from .dialects import read_sequence_catalog
 from .errors import SeqKeysError, SequencesTableNotFoundError
-from .pooled import PooledSequence, read_sequence_catalog
+from .pooled import PooledSequence
 from .sequences import TableSequence
 from .sequences.table import inexact_collation, read_next_value
 from .server_keys import ServerUuid
@@ -522,7 +523,7 @@ class _Run:
         name = counter.name
         subject = f"sequence {name}"
         native = isinstance(counter, sa.Sequence) or (
-            isinstance(counter, BitReversedSequence) and native_sequences(self.dialect)
+            isinstance(counter, BitReversedSequence) and has_sequences(self.dialect)
         )
         if native:
             schema = getattr(counter, "schema", None)
@@ -736,22 +737,8 @@ def _longest_increasing(values: list[int]) -> int:
 
 def _native_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int | None:
     """The value the sequence's next ``nextval`` returns, read without calling it; None: unknown."""
-    catalog = facts(conn.dialect).sequence_catalog
-    if catalog == "pg_sequence":
-        relation = sa.table(
-            sequence.name, sa.column("last_value"), sa.column("is_called"), schema=sequence.schema
-        )
-        row = conn.execute(sa.select(relation.c.last_value, relation.c.is_called)).one()
-        return int(row[0]) + increment if row[1] else int(row[0])
-    if catalog == "sequence_row":
-        # MariaDB: the next value not in the server's cache (the cache's values, if
-        # any, lie below it)
-        relation = sa.table(
-            sequence.name, sa.column("next_not_cached_value"), schema=sequence.schema
-        )
-        value = conn.scalar(sa.select(relation.c.next_not_cached_value))
-        return None if value is None else int(value)
-    return None
+    read = facts(conn.dialect).read_sequence_next
+    return None if read is None else read(conn, sequence, increment)
 
 
 def _url_of(bind: sa.Engine | sa.Connection) -> str:

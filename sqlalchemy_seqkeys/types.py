@@ -48,16 +48,14 @@ Spanner's schema design guide warns about. Force a layout with
 
 from __future__ import annotations
 
-import base64
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import types as sqltypes
-from sqlalchemy.dialects import mssql, mysql, oracle, postgresql, registry
+from sqlalchemy.dialects import registry
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.engine.interfaces import Dialect
 
@@ -65,6 +63,7 @@ from ._dialect import facts, has_facts, mariadb_uuid_keeps_v7_order
 from ._rows import RowsAhead
 from ._validate import check_flag, check_name, shown
 from .comb import CombLayout, comb_minter, comb_minter_many
+from .dialects import GuidStorage
 from .errors import InvalidGuidError, UnknownDialectError
 
 __all__ = ["CombGuid", "CombGuidDefault", "comb_guid"]
@@ -87,61 +86,7 @@ def _as_uuid(value: object) -> uuid.UUID:
     )
 
 
-# -- storage per dialect ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Storage:
-    text: sqltypes.TypeEngine[Any]
-    binary: sqltypes.TypeEngine[Any]
-    #: "native" (the driver takes uuid.UUID), "text" (36 chars) or "bytes" (16).
-    text_form: str = "text"
-    binary_form: str = "bytes"
-    #: how an offline script writes 16 bytes, given their hex
-    bytes_literal: str = "X'{}'"
-    #: what the driver returns for a binary column, turned into the 16 bytes
-    read_bytes: Callable[[bytes], bytes] = bytes
-
-
-def _spanner_storage() -> _Storage:
-    # The Spanner DB-API returns BYTES values base64-encoded.
-    return _Storage(
-        text=sqltypes.String(36),
-        binary=sqltypes.LargeBinary(16),
-        bytes_literal="FROM_HEX('{}')",
-        read_bytes=base64.b64decode,
-    )
-
-
-_POSTGRESQL = _Storage(
-    text=postgresql.UUID(as_uuid=True),
-    binary=postgresql.UUID(as_uuid=True),
-    text_form="native",
-    binary_form="native",
-)
-_MSSQL = _Storage(
-    text=mssql.UNIQUEIDENTIFIER(as_uuid=True),
-    binary=mssql.UNIQUEIDENTIFIER(as_uuid=True),
-    text_form="native",
-    binary_form="native",
-)
-_ORACLE = _Storage(
-    text=oracle.RAW(16), binary=oracle.RAW(16), text_form="bytes", bytes_literal="HEXTORAW('{}')"
-)
-_MYSQL = _Storage(text=mysql.CHAR(36, charset="ascii"), binary=mysql.BINARY(16))
-_SQLITE = _Storage(text=sqltypes.CHAR(36), binary=sqltypes.LargeBinary(16))
-_GENERIC = _Storage(text=sqltypes.CHAR(36), binary=sqltypes.BINARY(16))
-
-#: by _dialect.facts(dialect).guid_storage
-_STORAGE: dict[str, _Storage] = {
-    "native_uuid": _POSTGRESQL,
-    "uniqueidentifier": _MSSQL,
-    "raw16": _ORACLE,
-    "ascii_char_binary": _MYSQL,
-    "char_blob": _SQLITE,
-    "string_bytes_base64": _spanner_storage(),
-    "char_binary": _GENERIC,
-}
+# -- storage per dialect: sqlalchemy_seqkeys.dialects.<family>.FACTS.guid_storage --
 
 
 class _MariaDBUuid(sqltypes.UserDefinedType[str]):
@@ -172,8 +117,8 @@ _TO_STORED: dict[str, Callable[[uuid.UUID], Any]] = {
 }
 
 
-def _storage(dialect: Dialect) -> _Storage:
-    return _STORAGE[facts(dialect).guid_storage]
+def _storage(dialect: Dialect) -> GuidStorage:
+    return facts(dialect).guid_storage
 
 
 class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
@@ -432,8 +377,7 @@ class CombGuidDefault:
         if self.layout is not None:
             return self.layout
         # the layout that makes the dialect's ORDER BY follow minting order
-        order = facts(dialect).guid_order
-        return None if order is None else CombLayout(order)
+        return facts(dialect).guid_order
 
     def minter(self, dialect: Dialect | str) -> Callable[[], uuid.UUID]:
         """The zero-argument function this default calls on ``dialect``.

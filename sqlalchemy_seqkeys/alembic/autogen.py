@@ -45,7 +45,7 @@ import sqlalchemy as sa
 from alembic.operations import ops
 from alembic.util import PriorityDispatchResult
 
-from sqlalchemy_seqkeys._dialect import native_sequences
+from sqlalchemy_seqkeys._dialect import has_sequences
 from sqlalchemy_seqkeys.alembic.ops import (
     CreateBitReversedSequenceOp,
     CreateSequencesTableOp,
@@ -200,7 +200,7 @@ def compare_seqkeys(
     inspector = autogen_context.inspector
     existing = set(inspector.get_table_names())
     dialect = conn.dialect
-    native = native_sequences(dialect)
+    native = has_sequences(dialect)
     table_sequences, bit_reversed = declared_sequences(metadatas)
 
     needed_tables = {table for table, _ in table_sequences}

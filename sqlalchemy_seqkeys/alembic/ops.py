@@ -68,7 +68,8 @@ import sqlalchemy as sa
 from alembic.operations import MigrateOperation, Operations
 from sqlalchemy.schema import CreateSequence, DropSequence
 
-from sqlalchemy_seqkeys._dialect import check_identifier, facts, native_sequences
+from sqlalchemy_seqkeys._dialect import check_identifier, facts, has_sequences
+from sqlalchemy_seqkeys._dialect import native_sequences as native_sequences
 from sqlalchemy_seqkeys._validate import check_name
 from sqlalchemy_seqkeys.bitreverse import BitReversedSequence, SkipRange
 from sqlalchemy_seqkeys.errors import MigrationError
@@ -499,7 +500,7 @@ class _BitReversedOp(_SequenceOp):
     sequence: BitReversedSequence = field(init=False, repr=False)
 
     always = ("start_with_counter",)
-    native = native_sequences
+    native = has_sequences
     first_value = "start_with_counter"
 
     def __post_init__(self) -> None:

@@ -79,7 +79,8 @@ def _sqlstate(orig: BaseException) -> object:
     return None
 
 
-def _mysql_code(orig: BaseException) -> object:
+def mysql_error_code(orig: BaseException) -> object:
+    """A MySQL/MariaDB driver error's code (an int), or None for another driver's error."""
     # PyMySQL, aiomysql (PyMySQL's errors), asyncmy, mysqlclient: args[0];
     # MariaDB Connector/Python: .errno
     if type(orig).__module__.split(".")[0] not in _MYSQL_DRIVERS:
@@ -89,6 +90,10 @@ def _mysql_code(orig: BaseException) -> object:
         return code
     args = getattr(orig, "args", ())
     return args[0] if args and isinstance(args[0], int) else None
+
+
+#: the old private name, which pooled.py imports (until its call sites move)
+_mysql_code = mysql_error_code
 
 
 def _origins(exc: BaseException) -> Iterator[BaseException]:
@@ -114,7 +119,7 @@ def lock_timeout_setting(exc: BaseException) -> str | None:
         sqlstate = _sqlstate(orig)
         if isinstance(sqlstate, str) and sqlstate in _LOCK_TIMEOUT_SQLSTATES:
             return _LOCK_TIMEOUT_SQLSTATES[sqlstate]
-        code = _mysql_code(orig)
+        code = mysql_error_code(orig)
         if isinstance(code, int) and code in _LOCK_TIMEOUT_MYSQL_CODES:
             return _LOCK_TIMEOUT_MYSQL_CODES[code]
     return None
@@ -135,7 +140,7 @@ def is_transient(exc: BaseException) -> bool:
     for orig in _origins(exc):
         if _sqlstate(orig) in _RETRY_SQLSTATES:
             return True
-        if _mysql_code(orig) in _RETRY_MYSQL_CODES:
+        if mysql_error_code(orig) in _RETRY_MYSQL_CODES:
             return True
         if type(orig).__name__ in _RETRY_CLASS_NAMES:
             return True
@@ -221,7 +226,7 @@ _RAN_OUT_HINTS = ("ora-08004", "11728", "is exhausted")
 def sequence_ran_out(exc: BaseException) -> bool:
     """True when ``exc`` says a native sequence has no value left."""
     for orig in _origins(exc):
-        if _sqlstate(orig) in _RAN_OUT_SQLSTATES or _mysql_code(orig) in _RAN_OUT_MYSQL_CODES:
+        if _sqlstate(orig) in _RAN_OUT_SQLSTATES or mysql_error_code(orig) in _RAN_OUT_MYSQL_CODES:
             return True
         if any(hint in str(orig).lower() for hint in _RAN_OUT_HINTS):
             return True

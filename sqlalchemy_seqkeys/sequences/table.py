@@ -53,7 +53,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys import _validate as validate
@@ -131,6 +130,8 @@ def name_type() -> sa.types.TypeEngine[str]:
         >>> name_type().compile(dialect=mysql.dialect())
         'VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin'
     """
+    from sqlalchemy.dialects import mysql  # when a sequences table is declared, not before
+
     exact = mysql.VARCHAR(NAME_LENGTH, charset="utf8mb4", collation=EXACT_NAME_COLLATION)
     return sa.String(NAME_LENGTH).with_variant(exact, "mysql", "mariadb")
 
@@ -283,10 +284,6 @@ def _cas_statement(table: str) -> sa.Update:
         )
         .values(next_value=t.c.next_value + sa.bindparam("n", type_=sa.BigInteger))
     )
-
-
-#: by _dialect.facts(dialect).allocate_by
-_ALLOCATORS: dict[str | None, _Allocator] = {"last_insert_id": _by_last_insert_id}
 
 
 # -- what this process received from each sequence, per database -------------------
@@ -489,8 +486,13 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
         _raise_if_table_missing(conn, table, exc)
         raise
-    fallback = _by_returning if conn.dialect.update_returning else _by_compare_and_swap
-    allocator = _ALLOCATORS.get(facts(conn.dialect).allocate_by, fallback)
+    allocator: _Allocator
+    if facts(conn.dialect).allocates_with_last_insert_id:
+        allocator = _by_last_insert_id
+    elif conn.dialect.update_returning:
+        allocator = _by_returning
+    else:
+        allocator = _by_compare_and_swap
     try:
         new_next = allocator(conn, table, params)
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:

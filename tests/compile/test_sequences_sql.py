@@ -100,10 +100,11 @@ def test_allocation_statements_are_one_round_trip_with_bound_names() -> None:
 
 
 def test_mysql_and_mariadb_use_last_insert_id() -> None:
-    # the dialect facts (sqlalchemy_seqkeys._dialect) name the allocator
+    # the dialect facts (sqlalchemy_seqkeys.dialects.mysql) say how it allocates
     for name in ("mysql", "mariadb", "mariadb+pymysql"):
-        allocate_by = facts(name).allocate_by
-        assert table_module._ALLOCATORS[allocate_by] is table_module._by_last_insert_id
+        assert facts(name).allocates_with_last_insert_id
+    for name in ("postgresql", "sqlite", "mssql", "oracle", "spanner", "firebird"):
+        assert not facts(name).allocates_with_last_insert_id
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,271 @@
+"""What this library knows and does per engine family: one module each, loaded at first use.
+
+Modeled on geoalchemy2's ``admin/dialects``: :func:`facts` finds a dialect's
+family (MariaDB counts as MySQL) and returns the :class:`DialectFacts` of
+``sqlalchemy_seqkeys.dialects.<family>``, or of :mod:`.common` for an engine
+this library does not know. The record holds values and behaviour (how a GUID
+is stored, how a native sequence's catalog is read, how one is resynced), never
+a name to look up elsewhere: a missing behaviour is None, and callers say what
+they do then. A family module is imported only when a dialect of it is used.
+See ``docs/architecture.md``.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy import types as sqltypes
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy.engine.interfaces import Dialect
+
+    from sqlalchemy_seqkeys.comb import CombLayout
+
+__all__ = [
+    "FAMILIES",
+    "CatalogReader",
+    "DialectFacts",
+    "GuidStorage",
+    "NextValueReader",
+    "ResyncBuilder",
+    "SequenceResync",
+    "dialect_key",
+    "facts",
+    "family",
+    "has_facts",
+    "identifier_text",
+    "read_sequence_catalog",
+    "sequence_name_value",
+    "sequence_schema",
+]
+
+
+def dialect_key(dialect: Dialect | str) -> str:
+    """``"spanner"`` for sqlalchemy-spanner's ``"spanner+spanner"``; other names as they are."""
+    name = dialect if isinstance(dialect, str) else dialect.name
+    return name.partition("+")[0]
+
+
+def family(dialect: Dialect | str) -> str:
+    """The engine family: :func:`dialect_key`, with MariaDB counted as MySQL.
+
+    Example::
+
+        >>> family("mariadb+pymysql"), family("spanner+spanner")
+        ('mysql', 'spanner')
+    """
+    key = dialect_key(dialect)
+    return "mysql" if key == "mariadb" else key
+
+
+@dataclass(frozen=True)
+class GuidStorage:
+    """How a :class:`~sqlalchemy_seqkeys.CombGuid` column is stored on one engine."""
+
+    text: sqltypes.TypeEngine[Any]
+    binary: sqltypes.TypeEngine[Any]
+    #: "native" (the driver takes uuid.UUID), "text" (36 chars) or "bytes" (16)
+    text_form: str = "text"
+    binary_form: str = "bytes"
+    #: how an offline script writes 16 bytes, given their hex
+    bytes_literal: str = "X'{}'"
+    #: what the driver returns for a binary column, turned into the 16 bytes
+    read_bytes: Callable[[bytes], bytes] = bytes
+
+
+#: CHAR(36) or BINARY(16): an engine this library does not know
+GENERIC_STORAGE = GuidStorage(text=sqltypes.CHAR(36), binary=sqltypes.BINARY(16))
+#: Spanner's DB-API returns BYTES values base64-encoded
+BASE64_BYTES_STORAGE = GuidStorage(
+    text=sqltypes.String(36),
+    binary=sqltypes.LargeBinary(16),
+    bytes_literal="FROM_HEX('{}')",
+    read_bytes=base64.b64decode,
+)
+
+
+class SequenceResync(Protocol):
+    """What a resync statement builder reads: the native sequence and ``MAX(column)``."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    @property
+    def sequence(self) -> sa.Sequence:
+        """Compiled as an identifier: the executing connection's schema_translate_map applies."""
+        ...
+
+    @property
+    def name_value(self) -> str:
+        """The sequence's quoted name, its schema translated, as a value for the server."""
+        ...
+
+    @property
+    def top(self) -> sa.Subquery:
+        """``SELECT MAX(column) AS m``."""
+        ...
+
+
+#: a native sequence's (increment, cycles) from the catalog; None: no such sequence
+CatalogReader = Callable[["sa.Connection", "sa.Sequence"], "tuple[int, bool] | None"]
+#: the statements that move a native sequence past MAX(column), never backwards
+ResyncBuilder = Callable[[SequenceResync], "list[sa.Executable]"]
+#: the value a native sequence's next nextval returns (given its increment),
+#: read without calling it; None: not known
+NextValueReader = Callable[["sa.Connection", "sa.Sequence", int], "int | None"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DialectFacts:
+    """One engine family's answers and behaviour; :mod:`.common` for an unknown engine."""
+
+    #: the name users read in messages
+    display_name: str = ""
+    #: how a GUID column is stored
+    guid_storage: GuidStorage = GENERIC_STORAGE
+    #: the COMB layout whose ORDER BY follows minting order; None: mint uuid4
+    #: (Spanner, where time order is a write hotspot)
+    guid_order: CombLayout | None
+    #: a plain INTEGER is 64 bits (a with_variant(Integer(), ...) key is fine)
+    integer_is_64_bits: bool = False
+    #: table sequences allocate with MySQL's ``LAST_INSERT_ID(expr)``; else
+    #: UPDATE ... RETURNING where the dialect has it, or compare-and-swap
+    allocates_with_last_insert_id: bool = False
+    #: the allocation statement is atomic alone and the driver switches
+    #: autocommit without a round trip: no BEGIN/COMMIT around it
+    autocommit_allocation: bool = False
+    #: worker-lease writes run in AUTOCOMMIT: each is one compare-and-set that
+    #: the server commits as it runs it, so a client paused (SIGSTOP, a VM
+    #: suspended) between a write and its COMMIT holds no row lock that the next
+    #: claimer would wait on. Spanner aborts a transaction idle for 10 s, and its
+    #: DBAPI warns on each COMMIT in autocommit: it keeps transactions
+    lease_autocommit: bool = True
+    #: one writer at a time: a connection in a write transaction holds the
+    #: database's lock (an allocation must stay on that connection)
+    single_writer_lock: bool = False
+    #: a default-collated name column ignores case (tables of version 0.1)
+    names_ignore_case: bool = False
+    #: reads a native sequence's increment and cycling; None: not known here
+    read_sequence_catalog: CatalogReader | None = None
+    #: moves a native sequence past a value; None: not supported here
+    resync_statements: ResyncBuilder | None = None
+    #: reads what a native sequence hands out next (doctor); None: not known here
+    read_sequence_next: NextValueReader | None = None
+    #: TRANSITIONAL, delete once pooled.py calls read_sequence_catalog and
+    #: resync_statements above: its keys into pooled._CATALOGS and
+    #: pooled._RESYNC_STATEMENTS
+    sequence_catalog: str | None = None
+    sequence_resync: str | None = None
+    #: CREATE SEQUENCE makes bit-reversed sequences only (no INCREMENT BY)
+    bit_reversed_sequences_only: bool = False
+    #: a shard column is a generated column the database fills (else the
+    #: library fills it client-side)
+    generates_shard_columns: bool = False
+    #: the server's current time in Unix milliseconds, as SQL (worker leases)
+    now_ms_sql: str = "CAST((EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000) AS BIGINT)"
+    #: the longest identifier in characters / in UTF-8 bytes (None: no limit known)
+    identifier_chars: int | None = None
+    identifier_bytes: int | None = None
+    #: identifiers hold characters up to U+FFFF only
+    identifier_bmp_only: bool = False
+    #: identifiers must match this (a regular expression), what it says in words
+    identifier_pattern: str | None = None
+    identifier_pattern_words: str = ""
+
+
+#: the families with a module of their own here
+FAMILIES = frozenset({"postgresql", "mysql", "sqlite", "mssql", "oracle", "spanner"})
+
+
+@cache
+def _load(name: str) -> DialectFacts:
+    module = importlib.import_module(f"{__name__}.{name}")
+    found = module.FACTS
+    if not isinstance(found, DialectFacts):  # pragma: no cover - a broken family module
+        raise TypeError(f"{module.__name__}.FACTS is {found!r}, not a DialectFacts")
+    return found
+
+
+def facts(dialect: Dialect | str) -> DialectFacts:
+    """The answers for ``dialect`` (a Dialect or its name); :mod:`.common` for an unknown engine.
+
+    Raises :class:`TypeError` for anything but a Dialect or a name.
+
+    Example::
+
+        >>> facts("sqlite").integer_is_64_bits, facts("firebird") is facts("informix")
+        (True, True)
+    """
+    if not isinstance(dialect, str) and not isinstance(getattr(dialect, "name", None), str):
+        raise TypeError(f"facts() takes a Dialect or a dialect name, not {dialect!r}")
+    name = family(dialect)
+    return _load(name if name in FAMILIES else "common")
+
+
+def has_facts(dialect: Dialect | str) -> bool:
+    """Whether ``dialect`` is one this library has a module for (else :func:`facts` guesses).
+
+    Example::
+
+        >>> has_facts("postgresql+psycopg"), has_facts("firebird")
+        (True, False)
+    """
+    return family(dialect) in FAMILIES
+
+
+def identifier_text(dialect: Dialect, name: str, schema: str | None = None) -> str:
+    """``name`` (in ``schema``) as the server reads it in SQL: quoted where needed, quotes doubled.
+
+    For a bound value the server parses as a name (``to_regclass(:name)``) or
+    a text the caller escapes for its own use. Unlike the dialect's
+    ``identifier_preparer.quote``, it does not double ``%`` for the driver: that
+    belongs to compiled statement text only, and in a value it names another
+    object (``q%x`` would become ``q%%x``).
+
+    Example::
+
+        >>> from sqlalchemy.dialects import mysql, postgresql
+        >>> identifier_text(postgresql.dialect(), 'q%"x', "s")
+        's."q%""x"'
+        >>> identifier_text(mysql.dialect(), "a`b")
+        '`a``b`'
+    """
+    preparer = dialect.identifier_preparer
+
+    def quoted(part: str) -> str:
+        if preparer.quote(part) == part:  # a plain name, written as the compiler writes it
+            return part
+        escaped = part.replace(preparer.escape_quote, preparer.escape_to_quote)
+        return f"{preparer.initial_quote}{escaped}{preparer.final_quote}"
+
+    return quoted(name) if schema is None else f"{quoted(schema)}.{quoted(name)}"
+
+
+def sequence_schema(conn: sa.Connection, sequence: sa.Sequence) -> str | None:
+    """The sequence's schema, as the connection's schema_translate_map makes it."""
+    schema = sequence.schema
+    translate = conn.get_execution_options().get("schema_translate_map")
+    if translate and schema in translate:
+        schema = translate[schema]
+    return schema
+
+
+def sequence_name_value(conn: sa.Connection, sequence: sa.Sequence) -> str:
+    """The sequence's quoted name (schema translated) as a value for the server to parse."""
+    return identifier_text(conn.dialect, sequence.name, sequence_schema(conn, sequence))
+
+
+def read_sequence_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
+    """A native sequence's ``INCREMENT BY`` and whether it cycles, as the catalog says.
+
+    None where there is no such sequence, or the engine's catalog is not known
+    here (``facts(dialect).read_sequence_catalog`` is None). Reads only.
+    """
+    read = facts(conn.dialect).read_sequence_catalog
+    return None if read is None else read(conn, sequence)

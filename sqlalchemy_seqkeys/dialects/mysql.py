@@ -1,0 +1,107 @@
+"""MySQL and MariaDB: ASCII CHAR(36) and BINARY(16) GUIDs, LAST_INSERT_ID(expr), sequences."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.expression import ClauseElement, Executable
+
+from sqlalchemy_seqkeys.comb import CombLayout
+from sqlalchemy_seqkeys.dialects import DialectFacts, GuidStorage, SequenceResync
+
+_MAX_VALUE = 2**63 - 1
+
+#: MariaDB: no such table (1146); a table without a sequence's columns (1054)
+_NOT_A_SEQUENCE = frozenset({1146, 1054})
+
+
+def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
+    """``(increment, cycles)`` of a MariaDB sequence, from its own row; None if there is none."""
+    from sqlalchemy_seqkeys.sequences._retry import mysql_error_code
+
+    # A MariaDB sequence is a table of one row (information_schema.SEQUENCES
+    # came in 11.5). A failed statement leaves MariaDB's transaction as it was.
+    # A Table, not sa.table(): only a Table follows a schema_translate_map.
+    relation = sa.Table(
+        sequence.name,
+        sa.MetaData(),
+        sa.Column("increment"),
+        sa.Column("cycle_option"),
+        schema=sequence.schema,
+    )
+    try:
+        row = conn.execute(sa.select(relation.c.increment, relation.c.cycle_option)).first()
+    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
+        if exc.orig is not None and mysql_error_code(exc.orig) in _NOT_A_SEQUENCE:
+            return None
+        raise
+    return None if row is None else (int(row[0]), bool(row[1]))
+
+
+def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int | None:
+    """MariaDB: the next value not in the server's cache (the cache's values lie below it)."""
+    relation = sa.table(sequence.name, sa.column("next_not_cached_value"), schema=sequence.schema)
+    value = conn.scalar(sa.select(relation.c.next_not_cached_value))
+    return None if value is None else int(value)
+
+
+#: the session variable a resync passes its value through
+NEXT_VARIABLE = "@seqkeys_resync_next"
+
+
+class SetVariable(Executable, ClauseElement):
+    """``SET @variable = (query)``, the query compiled as any other statement."""
+
+    inherit_cache = False
+
+    def __init__(self, variable: str, query: sa.Select[Any]) -> None:
+        self.variable = variable
+        self.query = query
+
+
+@compiles(SetVariable)
+def _compile_set_variable(element: SetVariable, compiler: Any, **kw: Any) -> str:
+    return f"SET {element.variable} = ({compiler.process(element.query, **kw)})"
+
+
+def resync_statements(r: SequenceResync) -> list[sa.Executable]:
+    """MariaDB: ``MAX + 1`` into a session variable, then ``SETVAL``, which never moves back."""
+    top = r.top
+    # SETVAL(s, v, 0) makes v the next value unless s is already past v (then
+    # it changes nothing and returns NULL): atomic beside NEXTVAL, never back.
+    # It takes constants only, so MAX + 1 reaches it through a session
+    # variable and EXECUTE IMMEDIATE: two statements, valid offline too.
+    following = sa.select(
+        sa.case((top.c.m < sa.literal(_MAX_VALUE, sa.BigInteger), top.c.m + 1), else_=sa.null())
+    ).select_from(top)
+    remember = SetVariable(NEXT_VARIABLE, following)
+    # The sequence's name reaches the dynamic statement as a bound value,
+    # quoted for that statement's own parser.
+    move = sa.text(
+        f"EXECUTE IMMEDIATE IF({NEXT_VARIABLE} IS NULL, 'SELECT NULL', "
+        f"CONCAT('SELECT SETVAL(', :seqkeys_sequence, ', ', {NEXT_VARIABLE}, ', 0)'))"
+    ).bindparams(sa.bindparam("seqkeys_sequence", r.name_value, type_=sa.String()))
+    return [remember, move]
+
+
+FACTS = DialectFacts(  # MariaDB too (family counts it as MySQL)
+    display_name="MySQL/MariaDB",
+    guid_storage=GuidStorage(text=mysql.CHAR(36, charset="ascii"), binary=mysql.BINARY(16)),
+    guid_order=CombLayout.AS_STRING,
+    allocates_with_last_insert_id=True,
+    names_ignore_case=True,  # 0.1's tables took the default collation; 0.2's are utf8mb4_bin
+    read_sequence_catalog=read_catalog,
+    sequence_catalog="sequence_row",  # TRANSITIONAL (pooled.py)
+    sequence_resync="alter_restart",  # TRANSITIONAL (pooled.py)
+    resync_statements=resync_statements,
+    read_sequence_next=read_next,
+    # UNIX_TIMESTAMP(NOW(3)) converts the session's local time back, which is
+    # ambiguous in the repeated autumn hour and comes out an hour early there.
+    # UTC_TIMESTAMP and TIMESTAMPDIFF involve no zone at all.
+    now_ms_sql="(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)",
+    identifier_chars=64,
+    identifier_bmp_only=True,
+)

@@ -1,0 +1,108 @@
+"""PostgreSQL: native UUID, ``pg_sequence``, and a resync by ``setval`` under ``ALTER SEQUENCE``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import ExecutableDDLElement
+
+from sqlalchemy_seqkeys.comb import CombLayout
+from sqlalchemy_seqkeys.dialects import (
+    DialectFacts,
+    GuidStorage,
+    SequenceResync,
+    sequence_name_value,
+)
+
+_MAX_VALUE = 2**63 - 1
+
+_CATALOG = sa.text(
+    "SELECT seqincrement, seqcycle FROM pg_catalog.pg_sequence WHERE seqrelid = to_regclass(:name)"
+)
+
+
+def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
+    """``(increment, cycles)`` of ``sequence`` from ``pg_sequence``; None if there is none."""
+    row = conn.execute(_CATALOG, {"name": sequence_name_value(conn, sequence)}).first()
+    return None if row is None else (int(row[0]), bool(row[1]))
+
+
+def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int | None:
+    """The value the next ``nextval`` of ``sequence`` returns, read without calling it."""
+    relation = sa.table(
+        sequence.name, sa.column("last_value"), sa.column("is_called"), schema=sequence.schema
+    )
+    row = conn.execute(sa.select(relation.c.last_value, relation.c.is_called)).one()
+    return int(row[0]) + increment if row[1] else int(row[0])
+
+
+class SequenceNoCycle(ExecutableDDLElement):
+    """``ALTER SEQUENCE name NO CYCLE``, the name quoted by the compiler (never by hand)."""
+
+    def __init__(self, sequence: sa.Sequence) -> None:
+        self.sequence = sequence
+
+
+@compiles(SequenceNoCycle)
+def _compile_no_cycle(element: SequenceNoCycle, compiler: Any, **kw: Any) -> str:
+    return f"ALTER SEQUENCE {compiler.preparer.format_sequence(element.sequence)} NO CYCLE"
+
+
+def resync_statements(r: SequenceResync) -> list[sa.Executable]:
+    """``ALTER SEQUENCE ... NO CYCLE`` (the lock), then a ``setval`` that only moves forward."""
+    sequence, top = r.sequence, r.top
+    # ALTER SEQUENCE blocks nextval and setval until the transaction ends, so
+    # no block can be taken between reading the sequence and moving it.
+    lock = SequenceNoCycle(sequence)
+    regclass = sa.cast(sa.literal(r.name_value), postgresql.REGCLASS)
+    current = sa.Table(
+        sequence.name,
+        sa.MetaData(),
+        sa.Column("last_value", sa.BigInteger),
+        sa.Column("is_called", sa.Boolean),
+        schema=sequence.schema,
+    ).alias("seq")
+    catalog = sa.table(
+        "pg_sequence",
+        sa.column("seqrelid"),
+        sa.column("seqincrement", sa.BigInteger),
+        schema="pg_catalog",
+    )
+    increment = sa.select(catalog.c.seqincrement).where(catalog.c.seqrelid == regclass)
+    # the value the next nextval returns (numeric: no overflow near the maximum)
+    upcoming = sa.case(
+        (
+            current.c.is_called,
+            sa.cast(current.c.last_value, sa.Numeric) + increment.scalar_subquery(),
+        ),
+        else_=current.c.last_value,
+    )
+    move = (
+        sa.select(sa.func.setval(regclass, top.c.m + sa.literal(1, sa.BigInteger), sa.false()))
+        .select_from(top.join(current, sa.true()))
+        .where(top.c.m >= upcoming, top.c.m < sa.literal(_MAX_VALUE, sa.BigInteger))
+    )
+    return [lock, move]
+
+
+FACTS = DialectFacts(
+    display_name="PostgreSQL",
+    guid_storage=GuidStorage(
+        text=postgresql.UUID(as_uuid=True),
+        binary=postgresql.UUID(as_uuid=True),
+        text_form="native",
+        binary_form="native",
+    ),
+    guid_order=CombLayout.AS_STRING,
+    autocommit_allocation=True,
+    read_sequence_catalog=read_catalog,
+    sequence_catalog="pg_sequence",  # TRANSITIONAL (pooled.py)
+    sequence_resync="setval",  # TRANSITIONAL (pooled.py)
+    resync_statements=resync_statements,
+    read_sequence_next=read_next,
+    now_ms_sql="CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+    identifier_bytes=63,  # NAMEDATALEN - 1; longer ones are cut there, silently
+)
