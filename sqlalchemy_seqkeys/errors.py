@@ -1,19 +1,10 @@
 """The exceptions of sqlalchemy-seqkeys, one hierarchy rooted at :class:`SeqKeysError`.
 
-Every message says what was wrong and what to do about it, so that the text a
-user sees in a traceback is enough to fix the call::
-
-    >>> from sqlalchemy_seqkeys import new_comb, SeqKeysError
-    >>> from datetime import datetime
-    >>> try:
-    ...     new_comb("as_string", at=datetime(2024, 1, 1))
-    ... except SeqKeysError as exc:
-    ...     print(type(exc).__name__)
-    NaiveDatetimeError
-
-Errors that stand for bad arguments also derive from the built-in exception a
-Python programmer would expect (``ValueError`` or ``TypeError``), so existing
-``except ValueError`` blocks keep working.
+Every message says what was wrong and what to do about it. Errors for bad
+arguments also derive from the built-in exception a caller would expect
+(``ValueError``, ``TypeError``, ...), so existing ``except ValueError`` blocks
+keep working. Which error means what, and which an operator meets: the "Errors"
+reference page (docs/reference/errors.md).
 """
 
 from __future__ import annotations
@@ -233,9 +224,13 @@ class ShortLifeWarning(UserWarning):
 class ClockMovedBackwardsError(SeqKeysError):
     """The clock stepped back further than a snowflake generator may wait out.
 
-    ``step_ms`` is the size of the step. Minting on would repeat ids already
-    handed out. Example: ``Snowflake(1, max_backwards_ms=5)`` raises it when
-    the clock jumps back by 2 seconds.
+    Minting on would repeat ids already handed out. Example:
+    ``Snowflake(1, max_backwards_ms=5)`` raises it when the clock jumps back by
+    2 seconds.
+
+    :param step_ms: how far the clock stepped back, in milliseconds (a float:
+      the clock is read in nanoseconds); the message states it, and it stays
+      on the error as its ``step_ms`` attribute.
     """
 
     def __init__(self, step_ms: float) -> None:

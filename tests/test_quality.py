@@ -83,6 +83,7 @@ PARAMS_DOCUMENTED = {
     "sqlalchemy_seqkeys.alembic.spanner",
     "sqlalchemy_seqkeys.cli",
     "sqlalchemy_seqkeys.demo",
+    "sqlalchemy_seqkeys.errors",
     "sqlalchemy_seqkeys.opaque",
     "sqlalchemy_seqkeys.pydantic",
     "sqlalchemy_seqkeys.sequences",
