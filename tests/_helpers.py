@@ -1,5 +1,5 @@
 """Small helpers the tests share: run code in threads, in a forked child, or in a fresh
-interpreter without a package."""
+interpreter without a package; SQL Server's ``uniqueidentifier`` order."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NoReturn, TypeVar
@@ -156,3 +157,14 @@ def without_package(package: str, code: str) -> str:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
+
+
+# SQL Server compares uniqueidentifier bytes (as stored, Microsoft order) in
+# this sequence: .NET's SqlGuid keeps the same table (s_rgiGuidOrder).
+SQL_SERVER_ORDER = (10, 11, 12, 13, 14, 15, 8, 9, 6, 7, 4, 5, 0, 1, 2, 3)
+
+
+def sql_server_key(value: uuid.UUID) -> bytes:
+    """A sort key that orders UUIDs as SQL Server orders ``uniqueidentifier`` values."""
+    stored = value.bytes_le
+    return bytes(stored[i] for i in SQL_SERVER_ORDER)

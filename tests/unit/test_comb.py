@@ -23,7 +23,7 @@ from sqlalchemy_seqkeys import (
     new_uuid7,
 )
 from sqlalchemy_seqkeys import comb as comb_module
-from tests._helpers import in_forked_child, in_threads
+from tests._helpers import in_forked_child, in_threads, sql_server_key
 
 UTC = timezone.utc
 # 2024-01-02T03:04:05.678Z
@@ -123,16 +123,6 @@ def sort_key(layout: CombLayout) -> Callable[[uuid.UUID], object]:
     if layout is CombLayout.AS_BINARY:
         return lambda u: u.bytes_le  # memcmp of the Microsoft byte order (RAW, BINARY)
     return sql_server_key
-
-
-# SQL Server compares uniqueidentifier bytes (as stored, Microsoft order) in
-# this sequence: .NET's SqlGuid keeps the same table (s_rgiGuidOrder).
-SQL_SERVER_ORDER = (10, 11, 12, 13, 14, 15, 8, 9, 6, 7, 4, 5, 0, 1, 2, 3)
-
-
-def sql_server_key(value: uuid.UUID) -> bytes:
-    stored = value.bytes_le
-    return bytes(stored[i] for i in SQL_SERVER_ORDER)
 
 
 def test_sql_server_order_matches_its_documented_rule() -> None:

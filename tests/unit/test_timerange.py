@@ -33,7 +33,7 @@ from sqlalchemy_seqkeys.timerange import (
     uuid7_bounds,
 )
 from sqlalchemy_seqkeys.uuid7 import new_uuid7, uuid7_timestamp
-from tests.unit.test_comb import sql_server_key
+from tests._helpers import sql_server_key
 
 UTC = timezone.utc
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
