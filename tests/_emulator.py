@@ -28,6 +28,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ._procs import free_port
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
@@ -162,13 +164,6 @@ def configure_engine(engine: Engine, *, fast_executemany: bool = False) -> Engin
     if fast_executemany:
         engine.dialect.use_insertmanyvalues_wo_returning = True
     return engine
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _tcp_open(host: str, port: int) -> bool:
@@ -386,7 +381,7 @@ class SpannerEmulator:
         self._logdir = tempfile.mkdtemp(prefix="spanner-emulator-")
         last_error: EmulatorError | None = None
         for attempt in range(3):  # a free port can be taken before we use it
-            port = _free_port()
+            port = free_port()
             self._host = f"127.0.0.1:{port}"
             self._log_path = Path(self._logdir, f"emulator-{attempt}.log")
             with self._log_path.open("wb") as log:
