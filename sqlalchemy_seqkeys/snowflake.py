@@ -90,27 +90,29 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING
 
 from . import _fork
-from ._validate import check_aware, check_flag, check_int, check_seconds, checked_clock
+from ._enum import ChoiceEnum
+from ._lease import Lease, is_lease
+from ._validate import check_int, check_seconds, checked_clock
 from .errors import (
     ClockMovedBackwardsError,
     ClockSkewError,
     ForkedWorkerError,
     InvalidSnowflakeError,
-    NoWorkerIdError,
-    TimestampOutOfRangeError,
+    WorkerIdNotBoundError,
     WorkerLeaseLostError,
 )
+from .layout import DEFAULT_EPOCH, DecodedSnowflake, SnowflakeLayout
 
 if TYPE_CHECKING:
-    from .workers import AsyncWorkerLease, WorkerLease, _Lease
+    from .workers import AsyncWorkerLease, WorkerLease
 
 __all__ = [
     "DEFAULT_EPOCH",
+    "ClockBackwardsMode",
     "DecodedSnowflake",
     "Snowflake",
     "SnowflakeLayout",
@@ -119,187 +121,8 @@ __all__ = [
 ]
 
 UTC = timezone.utc
-#: Twitter's snowflake epoch, 1288834974657 ms after the Unix epoch.
-DEFAULT_EPOCH = datetime(2010, 11, 4, 1, 42, 54, 657000, tzinfo=UTC)
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_INT64 = 2**63 - 1
-
-
-@dataclass(frozen=True)
-class SnowflakeLayout:
-    """How the 63 value bits of a snowflake id are split; validated on construction.
-
-    ``epoch`` must be timezone-aware; ``time_unit`` is the length of one tick.
-    A layout whose timestamp field runs out less than ten years from now is
-    refused unless ``allow_short_life=True``.
-
-    Example::
-
-        >>> layout = SnowflakeLayout()
-        >>> layout.exhausted_at.year
-        2080
-        >>> SnowflakeLayout(timestamp_bits=39, worker_bits=8, sequence_bits=16,
-        ...                 time_unit=timedelta(milliseconds=10)).exhausted_at.year
-        2185
-    """
-
-    timestamp_bits: int = 41
-    worker_bits: int = 10
-    sequence_bits: int = 12
-    epoch: datetime = DEFAULT_EPOCH
-    time_unit: timedelta = timedelta(milliseconds=1)
-    allow_short_life: bool = False
-
-    def __post_init__(self) -> None:
-        for field in ("timestamp_bits", "worker_bits", "sequence_bits"):
-            check_int(getattr(self, field), field, InvalidSnowflakeError, min=0)
-        if self.timestamp_bits < 1:
-            raise InvalidSnowflakeError("timestamp_bits must be at least 1")
-        total = self.timestamp_bits + self.worker_bits + self.sequence_bits
-        if total > 63:
-            raise InvalidSnowflakeError(
-                f"the layout needs {total} bits, but a snowflake id has 63 (the sign bit stays "
-                "0 so that ids are positive BIGINTs); take bits from one of the fields"
-            )
-        check_aware(self.epoch, "epoch", InvalidSnowflakeError)
-        check_flag(self.allow_short_life, "allow_short_life", InvalidSnowflakeError)
-        if not isinstance(self.time_unit, timedelta) or self.time_unit <= timedelta(0):
-            raise InvalidSnowflakeError(
-                f"time_unit must be a positive timedelta, not {self.time_unit!r}"
-            )
-        if self.time_unit % timedelta(microseconds=1):
-            raise InvalidSnowflakeError("time_unit must be a whole number of microseconds")
-        try:
-            self.exhausted_at  # noqa: B018 - a datetime must hold it
-        except OverflowError:
-            raise InvalidSnowflakeError(
-                f"this layout's timestamp field ({self.timestamp_bits} bits of "
-                f"{self.time_unit}) runs past the year 9999, which a datetime cannot hold; "
-                "use fewer timestamp bits (give them to the worker or sequence fields)"
-            ) from None
-        if not self.allow_short_life:
-            left = self.exhausted_at - datetime.now(UTC)
-            if left < timedelta(days=3652):
-                raise InvalidSnowflakeError(
-                    f"this layout's timestamp field runs out at {self.exhausted_at.isoformat()}, "
-                    f"{left.days} days from now; add timestamp bits, use a later epoch or a "
-                    "longer time_unit, or pass allow_short_life=True"
-                )
-
-    @property
-    def exhausted_at(self) -> datetime:
-        """The first instant the timestamp field cannot hold."""
-        return self.epoch + self.time_unit * (1 << self.timestamp_bits)
-
-    @property
-    def max_worker_id(self) -> int:
-        """The largest worker id the layout holds."""
-        return (1 << self.worker_bits) - 1
-
-    @property
-    def timestamp_shift(self) -> int:
-        """Where the timestamp field starts: an id holds ``ticks << timestamp_shift``."""
-        return self.worker_bits + self.sequence_bits
-
-    @property
-    def worker_shift(self) -> int:
-        """Where the worker field starts: an id holds ``worker_id << worker_shift``."""
-        return self.sequence_bits
-
-    @property
-    def sequence_shift(self) -> int:
-        """Where the sequence field starts: an id holds ``sequence << sequence_shift``."""
-        return 0
-
-    def decompose(self, value: int) -> tuple[int, int, int]:
-        """Split an id (no transform) into ``(ticks, worker_id, sequence)``.
-
-        :param value: an id of this layout.
-
-        Example::
-
-            >>> SnowflakeLayout().decompose(4198401)
-            (1, 1, 1)
-        """
-        check_int(value, "value", InvalidSnowflakeError, min=0, max=MAX_INT64)
-        return (
-            value >> self.timestamp_shift,
-            (value >> self.worker_shift) & self.max_worker_id,
-            (value >> self.sequence_shift) & ((1 << self.sequence_bits) - 1),
-        )
-
-    def worker_from(self, datacenter: int, machine: int, *, datacenter_bits: int = 5) -> int:
-        """Compose a worker id from a datacenter id and a machine id (5 + 5 bits by default).
-
-        Example::
-
-            >>> SnowflakeLayout().worker_from(datacenter=3, machine=17)
-            113
-        """
-        check_int(
-            datacenter_bits, "datacenter_bits", InvalidSnowflakeError, min=0, max=self.worker_bits
-        )
-        machine_bits = self.worker_bits - datacenter_bits
-        check_int(
-            datacenter, "datacenter", InvalidSnowflakeError, min=0, max=(1 << datacenter_bits) - 1
-        )
-        check_int(machine, "machine", InvalidSnowflakeError, min=0, max=(1 << machine_bits) - 1)
-        return (datacenter << machine_bits) | machine
-
-    def compose(self, ticks: int, worker_id: int, sequence: int) -> int:
-        """Pack the three fields into an id (no transform).
-
-        Example::
-
-            >>> SnowflakeLayout().compose(1, 1, 1)
-            4198401
-        """
-        check_int(ticks, "ticks", InvalidSnowflakeError, min=0, max=(1 << self.timestamp_bits) - 1)
-        check_int(worker_id, "worker_id", InvalidSnowflakeError, min=0, max=self.max_worker_id)
-        check_int(
-            sequence, "sequence", InvalidSnowflakeError, min=0, max=(1 << self.sequence_bits) - 1
-        )
-        return (
-            (ticks << (self.worker_bits + self.sequence_bits))
-            | (worker_id << self.sequence_bits)
-            | sequence
-        )
-
-    def ticks_at(self, instant: datetime) -> int:
-        """Ticks since the epoch at ``instant`` (aware), rounded down.
-
-        An instant before the epoch or past :attr:`exhausted_at` has no tick:
-        it raises :class:`~sqlalchemy_seqkeys.TimestampOutOfRangeError`.
-        """
-        check_aware(instant, "instant", InvalidSnowflakeError)
-        if not self.epoch <= instant < self.exhausted_at:
-            raise TimestampOutOfRangeError(
-                f"{instant.isoformat()} is outside this layout's time range, from its epoch "
-                f"{self.epoch.isoformat()} to {self.exhausted_at.isoformat()}; no snowflake "
-                "id of this layout has it"
-            )
-        return (instant - self.epoch) // self.time_unit
-
-    def instant_of(self, ticks: int) -> datetime:
-        """The UTC instant at which tick ``ticks`` begins."""
-        check_int(ticks, "ticks", InvalidSnowflakeError, min=0, max=(1 << self.timestamp_bits) - 1)
-        return self.epoch.astimezone(UTC) + self.time_unit * ticks
-
-
-class DecodedSnowflake(NamedTuple):
-    """The fields of a snowflake id: :meth:`Snowflake.decode` returns one.
-
-    Example::
-
-        >>> s = Snowflake(worker_id=3)
-        >>> decoded = s.decode(s())
-        >>> decoded.worker_id, decoded.sequence
-        (3, 0)
-    """
-
-    timestamp: datetime
-    worker_id: int
-    sequence: int
 
 
 # -- digit rotation ------------------------------------------------------------
@@ -373,17 +196,31 @@ _bind_locks: dict[int, threading.Lock] = {}
 
 #: (start ns, end ns, counter, cap, tick) of the tick being minted
 _TickState = tuple[int, int, "itertools.count[int]", int, int]
+#: the state of no tick: every call goes to the slow path
+_STOPPED: _TickState = (0, 0, itertools.count(), -1, -1)
 
 #: Where the GIL runs one C call at a time, next() on an itertools.count is
 #: atomic and the hot path needs no lock; free-threaded builds take the lock.
 _LOCK_FREE = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
-# -- the generator ---------------------------------------------------------------
+class ClockBackwardsMode(ChoiceEnum, error=InvalidSnowflakeError, noun="clock-backwards mode"):
+    """What a :class:`Snowflake` does when the clock steps back (``on_clock_backwards=``).
+
+    A plain string (``"wait"``, ``"raise"``) is accepted too.
+    """
+
+    #: wait out a step of up to ``max_backwards_ms``; raise beyond it
+    WAIT = "wait"
+    #: raise :class:`~sqlalchemy_seqkeys.ClockMovedBackwardsError` at once
+    RAISE = "raise"
+
+
+# -- the minting state -------------------------------------------------------------
 
 
 class _Wait(Exception):  # noqa: N818 - a signal inside the slow path, never seen outside
-    """Raised under a core's lock by a call that must wait; the wait happens outside it.
+    """Raised under a sequence's lock by a call that must wait; the wait happens outside it.
 
     Inside SQLAlchemy's greenlet a wait hands the event loop back, and another
     task of that loop may then mint on the same thread: it must not find the
@@ -401,7 +238,7 @@ class _Wait(Exception):  # noqa: N818 - a signal inside the slow path, never see
         self.seconds = seconds
         self.extend_to_ms = extend_to_ms
         self.floor = floor
-        self.rebind = rebind  # the generator takes a new lease (see _Core.relinquished)
+        self.rebind = rebind  # the generator takes a new lease (see _Sequence.relinquished)
 
 
 def _pause(seconds: float) -> None:
@@ -411,13 +248,142 @@ def _pause(seconds: float) -> None:
     pause(seconds)
 
 
-class _Core:
-    """The minting state of one worker id in one process.
+class _Ticks:
+    """A layout's time field in nanoseconds of the Unix clock."""
 
-    Shared by every :class:`Snowflake` bound to the same lease (they share the
-    worker id, so they must share its sequence). Its state lives in closure
-    cells, the cheapest state Python has: this runs once per row.
+    __slots__ = ("epoch_ns", "unit_ns")
+
+    def __init__(self, layout: SnowflakeLayout) -> None:
+        self.unit_ns = layout.time_unit // timedelta(microseconds=1) * 1000
+        self.epoch_ns = (layout.epoch - _UNIX_EPOCH) // timedelta(microseconds=1) * 1000
+
+    def of(self, t_ns: int) -> int:
+        """The tick holding Unix nanosecond ``t_ns``."""
+        return (t_ns - self.epoch_ns) // self.unit_ns
+
+    def start_ns(self, tick: int) -> int:
+        """The Unix nanosecond where ``tick`` begins."""
+        return self.epoch_ns + tick * self.unit_ns
+
+    def last_ms(self, tick: int) -> int:
+        """The Unix millisecond holding the last nanosecond of ``tick``."""
+        return (self.epoch_ns + (tick + 1) * self.unit_ns - 1) // 1_000_000
+
+    def through_ms(self, ms: int) -> int:
+        """The tick holding the last nanosecond of Unix millisecond ``ms``."""
+        return self.of((ms + 1) * 1_000_000 - 1)
+
+    def before_ms(self, ms: int) -> int:
+        """The last tick that ends by the end of Unix millisecond ``ms``."""
+        return self.of((ms + 1) * 1_000_000) - 1
+
+
+class _Minter:
+    """One generator's view of a :class:`_Sequence`: the hot path, one bound method.
+
+    ``state`` is the sequence's current tick, written by the sequence (under
+    its lock) to every minter of it whenever a tick begins or it stops.
     """
+
+    __slots__ = ("_clock", "_on_fork", "_sequence", "_stamp", "_token", "state")
+
+    def __init__(self, sequence: _Sequence, on_fork: Callable[[], int]) -> None:
+        self._sequence = sequence
+        self._on_fork = on_fork
+        self._clock = sequence.clock
+        # This process's token in one load; 0 in a forked child until it
+        # resets (read now: a sequence built before a test swapped the marker
+        # keeps the one it was stamped under).
+        self._stamp = sequence.stamp
+        self._token = sequence.token
+        self.state = _STOPPED
+
+    def mint(self) -> int:
+        """The next id (no transform)."""
+        # Before anything else: a forked child must not use the state behind
+        # it, nor wait for a lock a parent's thread held.
+        if self._stamp[0] != self._token:
+            return self._on_fork()
+        # No lock: the state is read with one load, and next() on its counter
+        # is one atomic step under the GIL, so two threads never get the same
+        # value. A thread that read the state of a tick that just ended still
+        # mints in that tick, below its cap: unique, and under the lease's mark.
+        s = self.state
+        t = self._clock()
+        if s[0] <= t < s[1]:  # the same tick: most calls
+            value = next(s[2])
+            if value <= s[3]:
+                return value
+        return self._sequence.mint_slow(self._on_fork)
+
+
+class _LockedMinter(_Minter):
+    """The minter of a free-threaded Python, where ``itertools.count`` is not atomic."""
+
+    __slots__ = ()
+
+    def mint(self) -> int:
+        """The next id (no transform), the counter read under the sequence's lock."""
+        if self._stamp[0] != self._token:
+            return self._on_fork()
+        with self._sequence.lock:
+            s = self.state
+            t = self._clock()
+            if s[0] <= t < s[1]:
+                value = next(s[2])
+                if value <= s[3]:
+                    return value
+        return self._sequence.mint_slow(self._on_fork)
+
+
+class _Transformed:
+    """A minter's ids passed through a generator's ``transform``."""
+
+    __slots__ = ("_mint", "_transform")
+
+    def __init__(self, mint: Callable[[], int], transform: Callable[[int], int]) -> None:
+        self._mint = mint
+        self._transform = transform
+
+    def mint(self) -> int:
+        """The next id, transformed."""
+        return self._transform(self._mint())
+
+
+class _Sequence:
+    """The minting state of one worker id in one process: its ticks and their sequences.
+
+    Shared by every :class:`Snowflake` bound to the same lease (they share
+    the worker id, so they must share its sequence). Its slow path runs under
+    its lock: a new tick, a used-up tick, a clock step, the lease's checks.
+    """
+
+    __slots__ = (
+        "_floor",
+        "_forward",
+        "_given_up",
+        "_halted",
+        "_last",
+        "_max_back_ticks",
+        "_minters",
+        "_reclaims",
+        "_seq_span",
+        "_state",
+        "_step",
+        "_tick_limit",
+        "_ticks",
+        "_ts_shift",
+        "_worker_part",
+        "clock",
+        "layout",
+        "lease",
+        "lock",
+        "max_backwards_ms",
+        "stamp",
+        "token",
+        "waits",
+        "worker_id",
+    )
 
     def __init__(
         self,
@@ -427,7 +393,7 @@ class _Core:
         *,
         waits: bool,
         max_backwards_ms: float,
-        lease: _Lease[Any] | None,
+        lease: Lease | None,
         after_tick: int = -1,
     ) -> None:
         self.layout = layout
@@ -437,209 +403,164 @@ class _Core:
         self.max_backwards_ms = max_backwards_ms
         self.lease = lease
         self.token = _fork.process_token()
-        self._build(after_tick)
+        self.stamp = _fork._marker
+        self.lock = threading.Lock()
+        self._ticks = ticks = _Ticks(layout)
+        # Shifted once: an id is (tick << ts_shift) | worker_part | (seq << seq_shift).
+        self._ts_shift = layout.timestamp_shift
+        self._worker_part = worker_id << layout.worker_shift
+        self._step = 1 << layout.sequence_shift
+        self._seq_span = ((1 << layout.sequence_bits) - 1) * self._step
+        self._tick_limit = 1 << layout.timestamp_bits
+        self._max_back_ticks = int(max_backwards_ms * 1_000_000 // ticks.unit_ns)
+        # The previous holder's ids reach tick ``_floor``; ours start above it.
+        self._floor = -1 if lease is None else ticks.through_ms(lease.floor_ms)
+        self._reclaims = lease is not None and lease.reclaimable
+        self._minters: list[_Minter] = []
+        self._state: _TickState = _STOPPED
+        # The current tick (the state's last field); -1: none yet. A sequence
+        # that takes a worker id over from a retired one of this process
+        # starts after that one's last tick, as if its clock had reached it.
+        self._last = after_tick
+        self._halted = False  # stop() was called: no id of a later tick from here
+        self._forward: Callable[[], int] | None = None  # where calls go once halted
+        self._given_up = False  # see relinquished
 
-    minter: Callable[[Callable[[], int]], Callable[[], int]]
-    stop: Callable[[Callable[[], int] | None], int]
-    last_ms_of: Callable[[int], int]
-    #: True once the implicit lease of a forked child was found lost: the
-    #: generator's next call claims a new one (never mints here again)
-    relinquished: Callable[[], bool]
+    def minter(self, on_fork: Callable[[], int]) -> _Minter:
+        """A minter of this sequence for one generator (``on_fork``: its rebind)."""
+        minter = (_Minter if _LOCK_FREE else _LockedMinter)(self, on_fork)
+        with self.lock:
+            minter.state = self._state
+            self._minters.append(minter)
+        return minter
 
-    def _build(self, after_tick: int) -> None:
-        layout = self.layout
-        unit_ns = layout.time_unit // timedelta(microseconds=1) * 1000
-        epoch_ns = (layout.epoch - _UNIX_EPOCH) // timedelta(microseconds=1) * 1000
-        shift = layout.worker_bits + layout.sequence_bits
-        worker_part = self.worker_id << layout.sequence_bits
-        seq_max = (1 << layout.sequence_bits) - 1
-        tick_limit = 1 << layout.timestamp_bits
-        clock = self.clock
-        lock = threading.Lock()
-        waits = self.waits
-        max_back_ticks = int(self.max_backwards_ms * 1_000_000 // unit_ns)
+    def _publish(self, state: _TickState) -> None:
+        # Under the lock.
+        self._state = state
+        for minter in self._minters:
+            minter.state = state
+
+    def relinquished(self) -> bool:
+        """True once the implicit lease of a forked child was found lost: the
+        generator's next call claims a new one (never mints here again)."""
+        return self._given_up
+
+    def stop(self, successor: Callable[[], int] | None = None) -> int:
+        """Mint no id of a later tick; return the last tick (-1 if none).
+
+        A thread that read the current tick's state may still mint in it.
+        Calls that reach the slow path afterwards go to ``successor`` if given.
+        """
+        with self.lock:
+            self._publish(_STOPPED)
+            self._halted = True
+            self._forward = successor
+            return self._last
+
+    def halt(self) -> int:
+        """Stop; the last Unix millisecond minted (-1 if none): what a successor must pass."""
+        tick = self.stop(None)
+        return self._ticks.last_ms(tick) if tick >= 0 else -1
+
+    def mint_slow(self, on_fork: Callable[[], int]) -> int:
+        """The slow path: under the lock, waiting outside it."""
+        deadline = 0.0
         lease = self.lease
-        # This process's token in one load; 0 in a forked child until it resets
-        # (read at build: a core built before a test swapped the marker keeps
-        # the one it was stamped under).
-        stamp = _fork._marker
-        token = self.token
-        sleep = time.sleep
-        monotonic = time.monotonic
-
-        def last_ms_of(tick: int) -> int:
-            # The Unix millisecond holding the last nanosecond of ``tick``.
-            return (epoch_ns + (tick + 1) * unit_ns - 1) // 1_000_000
-
-        # The previous holder's ids reach tick ``floor``; ours start above it.
-        floor = -1
-        if lease is not None:
-            floor = ((lease._floor_ms + 1) * 1_000_000 - 1 - epoch_ns) // unit_ns
-
-        # The current tick's state, replaced as a whole (under the lock) when a
-        # tick begins: clock readings in [start, end) fall in the tick, whose
-        # ids ``counter`` hands out up to ``cap``. One tuple, so that a thread
-        # reads a consistent state with one load.
-        stopped: _TickState = (0, 0, itertools.count(), -1, -1)
-        state: _TickState = stopped
-        # The current tick (the state's last field); -1: none yet. A core that
-        # takes a worker id over from a retired one of this process starts
-        # after that one's last tick, as if its clock had reached it.
-        last = after_tick
-        halted = False  # stop() was called: no id of a later tick from here
-        forward: Callable[[], int] | None = None  # where calls go once halted (a rebind)
-        reclaims = lease is not None and lease._reclaimable
-        given_up = False  # see relinquished
-
-        def assert_held() -> None:
-            # Raises if the lease may be gone. An implicit lease of a forked
-            # child is then given up: this call raises, the next leases anew.
-            nonlocal state, halted, given_up
-            assert lease is not None
-            try:
-                lease._assert_held()
-            except WorkerLeaseLostError:
-                if reclaims and not lease._closed.is_set():
-                    state, halted, given_up = stopped, True, True
-                raise
-
-        def slow(deadline: float) -> int:
-            # Under the lock: a new tick, a used-up tick, a clock step, a lease.
-            # ``deadline``: when waiting for the previous holder's mark gives up.
-            nonlocal state, last
-            if halted:
-                if forward is not None:
-                    raise _Wait()  # the caller goes to the generator's new binding
-                if given_up:
-                    raise _Wait(rebind=True)
-                if lease is not None:
-                    assert_held()  # says why (closed, lost)
-                raise WorkerLeaseLostError("this generator was stopped; bind it again")
-            while True:
-                t = clock()  # read anew under the lock: every earlier holder read before
-                now = (t - epoch_ns) // unit_ns
-                if now < last:
-                    back = last - now
-                    if not waits or back > max_back_ticks:
-                        raise ClockMovedBackwardsError(back * unit_ns / 1e6)
-                    raise _Wait(min(back * unit_ns / 1e9, 0.01))  # wait the step out
-                s = state
-                if now == last:
-                    if s is stopped:  # a retired core's tick: wait for the next one
-                        raise _Wait(((now + 1) * unit_ns + epoch_ns - t) / 1e9)
-                    value = next(s[2])
-                    if value <= s[3]:
-                        return value
-                    sleep(0)  # every sequence value of this tick is used
-                    continue
-                if lease is not None:
-                    # After the clock was read: a pause before this line shows here.
-                    assert_held()
-                    if now <= floor:
-                        if deadline and monotonic() >= deadline:
-                            raise _floor_error(lease, last_ms_of(floor), t)
-                        ahead_s = ((floor + 1) * unit_ns + epoch_ns - t) / 1e9
-                        raise _Wait(min(ahead_s, 0.05), floor=True)
-                    hi = ((lease._mark_ms + 1) * 1_000_000 - epoch_ns) // unit_ns - 1
-                    if now > hi:
-                        raise _Wait(extend_to_ms=last_ms_of(now))
-                if now >= tick_limit:
-                    raise InvalidSnowflakeError(
-                        f"the layout's timestamp field ran out at {layout.exhausted_at}"
-                    )
-                first = (now << shift) | worker_part
-                counter = itertools.count(first)
-                value = next(counter)
-                start = epoch_ns + now * unit_ns
-                state = (start, start + unit_ns, counter, first | seq_max, now)
-                last = now
-                return value
-
-        acquire, release = lock.acquire, lock.release
-
-        def slow_locked(on_fork: Callable[[], int]) -> int:
-            deadline = 0.0
-            while True:
-                acquire()
+        while True:
+            with self.lock:
                 try:
-                    return slow(deadline)
+                    return self._next_tick(deadline)
                 except _Wait as wait:
                     pending = wait
-                finally:
-                    release()
-                # Outside the lock: the wait may hand an event loop to other tasks.
-                if forward is not None:
-                    return forward()
-                if pending.rebind:
-                    return on_fork()
-                if pending.extend_to_ms >= 0:
-                    assert lease is not None
-                    lease._extend_mark(pending.extend_to_ms)
-                    continue
-                if pending.floor and not deadline:
-                    assert lease is not None
-                    deadline = monotonic() + lease.max_wait
-                _pause(pending.seconds)
+            # Outside the lock: the wait may hand an event loop to other tasks.
+            if self._forward is not None:
+                return self._forward()
+            if pending.rebind:
+                return on_fork()
+            if pending.extend_to_ms >= 0:
+                assert lease is not None
+                lease.extend_mark(pending.extend_to_ms)
+                continue
+            if pending.floor and not deadline:
+                assert lease is not None
+                deadline = time.monotonic() + lease.max_wait
+            _pause(pending.seconds)
 
-        def minter(on_fork: Callable[[], int]) -> Callable[[], int]:
-            if _LOCK_FREE:
+    def _assert_held(self) -> None:
+        # Raises if the lease may be gone. An implicit lease of a forked child
+        # is then given up: this call raises, the next leases anew.
+        lease = self.lease
+        assert lease is not None
+        try:
+            lease.assert_held()
+        except WorkerLeaseLostError:
+            if self._reclaims and not lease.closed:
+                self._publish(_STOPPED)
+                self._halted = self._given_up = True
+            raise
 
-                def mint() -> int:
-                    # Before anything else: a forked child must not use the
-                    # state behind it, nor wait for a lock a parent's thread held.
-                    if stamp[0] != token:
-                        return on_fork()
-                    # No lock: the state is read with one load, and next() on
-                    # its counter is one atomic step under the GIL, so two
-                    # threads never get the same value. A thread that read the
-                    # state of a tick that just ended still mints in that tick,
-                    # below its cap: unique, and under the lease's mark.
-                    s = state
-                    t = clock()
-                    if s[0] <= t < s[1]:  # the same tick: most calls
-                        value = next(s[2])
-                        if value <= s[3]:
-                            return value
-                    return slow_locked(on_fork)
+    def _refuse_halted(self) -> None:
+        if self._forward is not None:
+            raise _Wait()  # the caller goes to the generator's new binding
+        if self._given_up:
+            raise _Wait(rebind=True)
+        if self.lease is not None:
+            self._assert_held()  # says why (closed, lost)
+        raise WorkerLeaseLostError("this generator was stopped; bind it again")
 
-            else:  # free-threaded Python: itertools.count is not atomic there
+    def _next_tick(self, deadline: float) -> int:
+        # Under the lock. ``deadline``: when waiting for the previous holder's mark gives up.
+        if self._halted:
+            self._refuse_halted()
+        ticks = self._ticks
+        while True:
+            t = self.clock()  # read anew under the lock: every earlier holder read before
+            now = ticks.of(t)
+            last = self._last
+            if now < last:
+                back = last - now
+                if not self.waits or back > self._max_back_ticks:
+                    raise ClockMovedBackwardsError(back * ticks.unit_ns / 1e6)
+                raise _Wait(min(back * ticks.unit_ns / 1e9, 0.01))  # wait the step out
+            if now == last:
+                s = self._state
+                if s is _STOPPED:  # a retired sequence's tick: wait for the next one
+                    raise _Wait((ticks.start_ns(now + 1) - t) / 1e9)
+                value = next(s[2])
+                if value <= s[3]:
+                    return value
+                time.sleep(0)  # every sequence value of this tick is used
+                continue
+            if self.lease is not None:
+                self._check_lease(now, t, deadline)
+            if now >= self._tick_limit:
+                raise InvalidSnowflakeError(
+                    f"the layout's timestamp field ran out at {self.layout.exhausted_at}"
+                )
+            first = (now << self._ts_shift) | self._worker_part
+            counter = itertools.count(first, self._step)
+            value = next(counter)
+            start = ticks.start_ns(now)
+            self._publish((start, start + ticks.unit_ns, counter, first + self._seq_span, now))
+            self._last = now
+            return value
 
-                def mint() -> int:
-                    if stamp[0] != token:
-                        return on_fork()
-                    acquire()
-                    try:
-                        s = state
-                        t = clock()
-                        if s[0] <= t < s[1]:
-                            value = next(s[2])
-                            if value <= s[3]:
-                                return value
-                    finally:
-                        release()
-                    return slow_locked(on_fork)
-
-            return mint
-
-        def stop(successor: Callable[[], int] | None = None) -> int:
-            # No id of a later tick is minted after this returns (a thread that
-            # read the current tick's state may still mint in it); returns the
-            # last tick (-1 if none), which a successor must pass. Calls that
-            # reach the slow path afterwards go to ``successor`` if given.
-            nonlocal state, halted, forward
-            with lock:
-                state = stopped
-                halted = True
-                forward = successor
-                return last
-
-        self.minter = minter
-        self.stop = stop
-        self.last_ms_of = last_ms_of
-        self.relinquished = lambda: given_up
+    def _check_lease(self, now: int, t: int, deadline: float) -> None:
+        # After the clock was read: a pause before this line shows here.
+        lease = self.lease
+        assert lease is not None
+        self._assert_held()
+        ticks = self._ticks
+        if now <= self._floor:
+            if deadline and time.monotonic() >= deadline:
+                raise _floor_error(lease, ticks.last_ms(self._floor), t)
+            ahead_s = (ticks.start_ns(self._floor + 1) - t) / 1e9
+            raise _Wait(min(ahead_s, 0.05), floor=True)
+        if now > ticks.before_ms(lease.mark_ms):
+            raise _Wait(extend_to_ms=ticks.last_ms(now))
 
 
-def _floor_error(lease: _Lease[Any], floor_ms: int, t: int) -> ClockSkewError:
+def _floor_error(lease: Lease, floor_ms: int, t: int) -> ClockSkewError:
     # The previous holder of the worker id minted up to ``floor_ms`` on its
     # clock; this one stayed behind it for the whole of max_wait.
     ahead_ms = floor_ms - t // 1_000_000
@@ -661,34 +582,37 @@ def _check_max_backwards(value: object) -> float:
 class Snowflake:
     """A thread-safe snowflake id generator; also a zero-argument column default.
 
-    ``worker_id`` is an int unique among live processes minting with the same
-    layout, or a :class:`~sqlalchemy_seqkeys.WorkerLease` /
-    :class:`~sqlalchemy_seqkeys.AsyncWorkerLease` (which makes it so, and which
-    this generator then checks), or left out: a generator declared before its
-    worker id exists (with the models, imported before the application has
-    a database) is bound at startup with :meth:`bind`, and until then raises
-    :class:`~sqlalchemy_seqkeys.NoWorkerIdError`. ``on_clock_backwards="wait"``
-    waits out a backward step of up to ``max_backwards_ms`` and raises beyond
-    it; ``"raise"`` raises at once. ``after_fork`` (a function returning a new
-    worker id) lets a forked child with a fixed worker id go on minting;
-    without it the child's first call raises (a leased generator leases a new
-    id in the child instead). ``transform`` is applied to every id
-    (:func:`rotate_digits`, a ``functools.partial`` of it, or
-    :func:`~sqlalchemy_seqkeys.reverse_bits`); ``clock`` returns nanoseconds
-    since the Unix epoch (default: ``time.time_ns``, or the lease's clock; a
-    lease also reads it from its renewal thread, to write its high-water mark).
-
-    Generators bound to one lease share one sequence (one worker id), so
-    they never mint the same id; they must agree on the layout, the clock and
-    the clock-backwards policy. A bad argument raises
+    Generators bound to one lease share one sequence (one worker id), so they
+    never mint the same id; they must agree on the layout, the clock and the
+    clock-backwards mode. A bad argument raises
     :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError` before anything else
-    happens.
+    happens. Under asyncio, a wait (a clock step back, the previous holder's
+    mark) inside SQLAlchemy's greenlet (a column default under
+    ``AsyncSession``) awaits, and the loop runs on; called straight from a
+    coroutine the generator cannot await, and such a wait (at most
+    ``max_backwards_ms``) holds the loop: pass ``on_clock_backwards="raise"``
+    where that matters. See docs/strategies/snowflake.md.
 
-    Under asyncio, a wait (a clock step back, the previous holder's mark)
-    inside SQLAlchemy's greenlet (a column default under ``AsyncSession``)
-    awaits, and the loop runs on; called straight from a coroutine the
-    generator cannot await, and such a wait (at most ``max_backwards_ms``)
-    holds the loop: pass ``on_clock_backwards="raise"`` where that matters.
+    :param worker_id: an int unique among live processes minting with the
+        same layout; or a :class:`~sqlalchemy_seqkeys.WorkerLease` /
+        :class:`~sqlalchemy_seqkeys.AsyncWorkerLease` (which makes it so, and
+        which this generator then checks); or left out: a generator declared
+        with the models is bound at startup with :meth:`bind`, and until then
+        raises :class:`~sqlalchemy_seqkeys.WorkerIdNotBoundError`.
+    :param layout: the :class:`SnowflakeLayout` (default: 41/10/12 bits, milliseconds).
+    :param on_clock_backwards: a :class:`ClockBackwardsMode` or its string:
+        ``"wait"`` waits out a backward step of up to ``max_backwards_ms`` and
+        raises beyond it; ``"raise"`` raises at once.
+    :param max_backwards_ms: the longest step back that ``"wait"`` waits out.
+    :param after_fork: a function returning a new worker id, which lets a
+        forked child with a fixed worker id go on minting; without it the
+        child's first call raises (a leased generator leases a new id in the
+        child instead).
+    :param transform: applied to every id: :func:`rotate_digits`, a
+        ``functools.partial`` of it, or :func:`~sqlalchemy_seqkeys.reverse_bits`
+        (which :meth:`decode` undoes), or any function of an int.
+    :param clock: nanoseconds since the Unix epoch (default ``time.time_ns``,
+        or the lease's clock; a lease also reads it to write its high-water mark).
 
     Example::
 
@@ -704,7 +628,7 @@ class Snowflake:
         worker_id: int | WorkerLease | AsyncWorkerLease | None = None,
         *,
         layout: SnowflakeLayout | None = None,
-        on_clock_backwards: str = "wait",
+        on_clock_backwards: ClockBackwardsMode | str = ClockBackwardsMode.WAIT,
         max_backwards_ms: float = 1000,
         after_fork: Callable[[], int] | None = None,
         transform: Callable[[int], int] | None = None,
@@ -713,11 +637,8 @@ class Snowflake:
         if layout is not None and not isinstance(layout, SnowflakeLayout):
             raise InvalidSnowflakeError(f"layout must be a SnowflakeLayout, not {layout!r}")
         self.layout = layout or SnowflakeLayout()
-        if on_clock_backwards not in ("wait", "raise"):
-            raise InvalidSnowflakeError(
-                f"on_clock_backwards must be 'wait' or 'raise', not {on_clock_backwards!r}"
-            )
-        self.on_clock_backwards = on_clock_backwards
+        #: the :class:`ClockBackwardsMode` (it compares equal to its string)
+        self.on_clock_backwards = ClockBackwardsMode.coerce(on_clock_backwards)
         self.max_backwards_ms = _check_max_backwards(max_backwards_ms)
         for name, fn in (("after_fork", after_fork), ("transform", transform), ("clock", clock)):
             if fn is not None and not callable(fn):
@@ -727,14 +648,14 @@ class Snowflake:
         self._inverse = None if transform is None else _inverse_of(transform)
         self._clock_arg = checked_clock(clock, "clock", InvalidSnowflakeError)
         #: the lease the generator is bound to (None: a fixed worker id, or unbound)
-        self.lease: _Lease[Any] | None = None
+        self.lease: Lease | None = None
         #: the worker id it mints with (None until bound)
         self.worker_id: int | None = None
-        self._core: _Core | None = None
-        # fixed worker id -> the last tick a core of this generator minted with
-        # it before a rebind retired that core
+        self._sequence: _Sequence | None = None
+        # fixed worker id -> the last tick a sequence of this generator minted
+        # with it before a rebind retired that sequence
         self._retired: dict[int, int] = {}
-        self._mint = self._unbound
+        self._mint: Callable[[], int] = self._unbound
         self._raw: Callable[[], int] = self._unbound
         if worker_id is not None:
             self.bind(worker_id)
@@ -751,13 +672,12 @@ class Snowflake:
         is minted twice across the switch. Rebinding to a fixed worker id this
         generator used before starts after the last tick it minted there;
         rebinding to the same fixed id or the same lease changes nothing.
-        Generators bound to one lease share one sequence (see the class).
 
-        Raises :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError` for a bad
-        worker id (nothing changes), :class:`~sqlalchemy_seqkeys.NoWorkerIdError`
-        for an :class:`~sqlalchemy_seqkeys.AsyncWorkerLease` not yet claimed,
-        and :class:`~sqlalchemy_seqkeys.WorkerLeaseLostError` for a lease no
-        longer held.
+        :param worker_id: a started :class:`~sqlalchemy_seqkeys.WorkerLease` /
+            :class:`~sqlalchemy_seqkeys.AsyncWorkerLease`, or an int.
+        :raises InvalidSnowflakeError: a bad worker id (nothing changes).
+        :raises WorkerIdNotBoundError: a lease not started yet.
+        :raises WorkerLeaseLostError: a lease no longer held.
 
         Example::
 
@@ -766,40 +686,41 @@ class Snowflake:
             >>> ids.decode(ids()).worker_id
             42
         """
-        lease: _Lease[Any] | None = None
+        lease: Lease | None = None
         fixed = -1
-        if getattr(type(worker_id), "_is_worker_lease", False):
-            lease = worker_id  # type: ignore[assignment]
+        if is_lease(worker_id):
+            lease = worker_id
         else:
             fixed = self._check_worker(worker_id)
         with _fork.process_lock(_bind_locks):
-            old = self._core
-            # a core a parent process left behind is not touched: its lock may be held
+            old = self._sequence
+            # a sequence a parent process left behind is not touched: its lock may be held
             mine = old is not None and old.token == _fork.process_token()
             if lease is not None:
-                core = self._core_of(lease)  # checks everything before anything changes
+                sequence = self._sequence_of(lease)  # checks everything before anything changes
             elif mine and old is not None and old.lease is None and old.worker_id == fixed:
                 return  # the same fixed id: keep its sequence
             else:
-                core = self._own_core(fixed)
-            if core is old:
+                sequence = self._own_sequence(fixed)
+            if sequence is old:
                 return
             self.lease = lease
-            self._use(core)
+            self._use(sequence)
             if mine and old is not None and old.lease is None:
-                # The fixed id's core is ours alone: no id of a later tick comes
-                # from it, and calls that reach it now go to the new binding. A
-                # lease's core stays with the lease (other generators may share it).
+                # The fixed id's sequence is ours alone: no id of a later tick
+                # comes from it, and calls that reach it now go to the new
+                # binding. A lease's sequence stays with the lease (other
+                # generators may share it).
                 raw = self._raw
                 tick = old.stop(lambda: raw())
                 if tick >= 0:
                     self._retired[old.worker_id] = max(self._retired.get(old.worker_id, -1), tick)
 
     def _unbound(self) -> int:
-        raise NoWorkerIdError(
+        raise WorkerIdNotBoundError(
             "this Snowflake has no worker id yet: bind it at startup with ids.bind(lease), "
-            "a WorkerLease (or an AsyncWorkerLease, e.g. in a FastAPI lifespan: `async with "
-            "AsyncWorkerLease(engine) as lease: ids.bind(lease)`), or ids.bind(worker_id) "
+            "a started WorkerLease (or an AsyncWorkerLease, e.g. in a FastAPI lifespan: `async "
+            "with AsyncWorkerLease(engine) as lease: ids.bind(lease)`), or ids.bind(worker_id) "
             "with an int no other live process mints with; or pass Snowflake(worker_id=...)"
         )
 
@@ -813,20 +734,26 @@ class Snowflake:
             hint=f"{self.layout.worker_bits} worker bits; or pass a WorkerLease",
         )
 
-    def _own_core(self, worker_id: int) -> _Core:
-        return _Core(
+    def _new_sequence(
+        self, worker_id: int, clock: Callable[[], int], lease: Lease | None, after_tick: int = -1
+    ) -> _Sequence:
+        return _Sequence(
             self.layout,
             worker_id,
-            self._clock_arg or time.time_ns,
-            waits=self.on_clock_backwards == "wait",
+            clock,
+            waits=self.on_clock_backwards is ClockBackwardsMode.WAIT,
             max_backwards_ms=self.max_backwards_ms,
-            lease=None,
-            after_tick=self._retired.get(worker_id, -1),
+            lease=lease,
+            after_tick=after_tick,
         )
 
-    def _core_of(self, lease: _Lease[Any]) -> _Core:
-        # Every generator bound to one lease shares its core: one worker id,
-        # one sequence.
+    def _own_sequence(self, worker_id: int) -> _Sequence:
+        after = self._retired.get(worker_id, -1)
+        return self._new_sequence(worker_id, self._clock_arg or time.time_ns, None, after)
+
+    def _sequence_of(self, lease: Lease) -> _Sequence:
+        # Every generator bound to one lease shares its sequence: one worker
+        # id, one sequence.
         if lease.max_worker_id > self.layout.max_worker_id:
             raise InvalidSnowflakeError(
                 f"the lease hands out ids up to {lease.max_worker_id}, but the layout "
@@ -837,56 +764,41 @@ class Snowflake:
                 f"a tick of {self.layout.time_unit} is too long for a lease of {lease.ttl:g} s; "
                 "the ttl must span at least four ticks"
             )
-        # Checked before the lock too: in a forked child the parent's lease
-        # refuses here, and its lock may have been held by a parent's thread.
+        # Checked before the lease's lock too: in a forked child the parent's
+        # lease refuses here, and its lock may have been held by a parent's thread.
         lease.check()
-        with lease._bind_lock:
+
+        def shared(current: _Sequence | None) -> _Sequence:
             lease.check()
-            core = lease._core
-            if core is None:
-                core = _Core(
-                    self.layout,
-                    lease.worker_id,
-                    self._clock_arg or lease.clock,
-                    waits=self.on_clock_backwards == "wait",
-                    max_backwards_ms=self.max_backwards_ms,
-                    lease=lease,
-                )
-                lease._core = core
-            elif (
-                core.layout != self.layout
-                or core.waits != (self.on_clock_backwards == "wait")
-                or core.max_backwards_ms != self.max_backwards_ms
-                or (self._clock_arg is not None and self._clock_arg is not core.clock)
+            if current is None:
+                return self._new_sequence(lease.worker_id, self._clock_arg or lease.clock, lease)
+            if (
+                current.layout != self.layout
+                or current.waits != (self.on_clock_backwards is ClockBackwardsMode.WAIT)
+                or current.max_backwards_ms != self.max_backwards_ms
+                or (self._clock_arg is not None and self._clock_arg is not current.clock)
             ):
                 raise InvalidSnowflakeError(
                     f"another Snowflake bound to this lease (worker id {lease.worker_id}) uses "
-                    "another layout, clock or clock-backwards policy; generators sharing a "
+                    "another layout, clock or clock-backwards mode; generators sharing a "
                     "worker id share its sequence and must agree on them"
                 )
-        return core
+            return current
 
-    def _use(self, core: _Core) -> None:
-        self._core = core
-        self.worker_id = core.worker_id
-        mint = core.minter(self._after_fork)
+        return lease.bind_minter(shared)
+
+    def _use(self, sequence: _Sequence) -> None:
+        self._sequence = sequence
+        self.worker_id = sequence.worker_id
+        mint = sequence.minter(self._after_fork).mint
         self._raw = mint
         transform = self.transform
-        if transform is not None:
-
-            def mint_transformed() -> int:
-                return transform(mint())
-
-            self._mint = mint_transformed
-        else:
-            self._mint = mint
+        self._mint = mint if transform is None else _Transformed(mint, transform).mint
 
     def __repr__(self) -> str:
         if self.worker_id is None:
             return "Snowflake(unbound)"
         return f"Snowflake(worker_id={self.worker_id})"
-
-    _mint: Callable[[], int]
 
     if TYPE_CHECKING:
 
@@ -894,8 +806,8 @@ class Snowflake:
             """Mint the next id (the column default)."""
 
     else:
-        # ids() runs the minting closure with no Python frame of its own in
-        # between (attrgetter is C): 15% more ids per second than a method.
+        # ids() runs the minter's bound method with no Python frame of its own
+        # in between (attrgetter is C): 15% more ids per second than a method.
         __call__ = property(
             operator.attrgetter("_mint"), doc="Mint the next id (the column default)."
         )
@@ -913,6 +825,8 @@ class Snowflake:
     def decode(self, value: int) -> DecodedSnowflake:
         """Split an id minted by this generator (transform undone) into its fields.
 
+        :param value: an id this generator minted (after its transform).
+
         Example::
 
             >>> s = Snowflake(worker_id=9)
@@ -926,13 +840,10 @@ class Snowflake:
                     "decode() cannot undo a custom transform; pass ids before the transform"
                 )
             value = self._inverse(value)
-        layout = self.layout
         if not isinstance(value, int) or not 0 <= value <= MAX_INT64:
             raise InvalidSnowflakeError(f"{value!r} is not a snowflake id (0 .. 2**63 - 1)")
-        ticks = value >> (layout.worker_bits + layout.sequence_bits)
-        worker = (value >> layout.sequence_bits) & layout.max_worker_id
-        sequence = value & ((1 << layout.sequence_bits) - 1)
-        return DecodedSnowflake(layout.instant_of(ticks), worker, sequence)
+        ticks, worker, sequence = self.layout.decompose(value)
+        return DecodedSnowflake(self.layout.instant_of(ticks), worker, sequence)
 
     # -- fork ------------------------------------------------------------------
 
@@ -942,19 +853,21 @@ class Snowflake:
         # that race here take turns; the first one rebinds the generator, the
         # others find it done.
         with _fork.process_lock(_bind_locks):
-            core = self._core
-            if core is not None and (core.token != _fork.process_token() or core.relinquished()):
-                self._rebind_in_child(core)
+            sequence = self._sequence
+            if sequence is not None and (
+                sequence.token != _fork.process_token() or sequence.relinquished()
+            ):
+                self._rebind_in_child(sequence)
         return self._mint()
 
-    def _rebind_in_child(self, core: _Core) -> None:
+    def _rebind_in_child(self, sequence: _Sequence) -> None:
         if self.lease is not None and self.after_fork is None:
-            child = self.lease._in_this_process(core.clock)
+            child = self.lease.in_this_process(sequence.clock)
             self.lease = child
-            self._use(self._core_of(child))
+            self._use(self._sequence_of(child))
         elif self.after_fork is not None:
             self.lease = None
-            self._use(self._own_core(self._check_worker(self.after_fork())))
+            self._use(self._own_sequence(self._check_worker(self.after_fork())))
         else:
             self._mint = self._refuse_in_child
             self._refuse_in_child()

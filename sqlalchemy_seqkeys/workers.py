@@ -1,127 +1,40 @@
-"""``WorkerLease``: snowflake worker ids leased from a table in your database.
+"""Snowflake worker ids leased from a table in your database: leases for sync and async.
 
-Two live processes must never mint with the same worker id, and a process
-that takes a worker id over must never mint an id its previous holder minted.
-A lease makes the database the referee: each process claims a row of
-``seqkeys_workers`` and renews it from a background thread (from an asyncio
-task with :class:`AsyncWorkerLease`)::
+Each process claims a row of ``seqkeys_workers`` (worker id, owner, expiry by
+the server's clock, and the high-water mark: the highest timestamp its holder
+may mint) and renews it in the background; a generator bound to the lease
+checks it as it mints. The guarantees, the lifecycle and the failure modes are
+described in docs/strategies/snowflake.md ("Worker ids leased from the
+database") and docs/production.md ("Worker leases")::
 
-    import sqlalchemy as sa
-    from sqlalchemy_seqkeys import Snowflake, WorkerLease
-
-    engine = sa.create_engine("sqlite:///ids.db")
     with WorkerLease(engine, ttl=30) as lease:   # claims a free worker id
         ids = Snowflake(worker_id=lease)         # bound to the lease: checked as it mints
-        print(ids.decode(ids()).worker_id)
 
-The row holds ``worker_id`` (primary key), ``owner`` (a random token),
-``expires_at`` (the database server's Unix milliseconds) and
-``high_water_ms``: the highest timestamp, in Unix milliseconds of the
-holder's own clock, that the holder may put in an id.
-
-Guarantees
-----------
-- **Exclusive**: claims are atomic (a compare-and-set ``UPDATE`` of an expired
-  or released row, or an insert that the primary key lets only one process
-  win), so two processes racing for the last free id cannot both get it.
-  Expiry is judged by the database server's clock alone, read with a
-  zone-independent expression on every engine (on MySQL/MariaDB
-  ``UNIX_TIMESTAMP(NOW())`` is an hour off in the repeated autumn hour of a
-  daylight-saving zone; this library does not use it).
-- **Bounded in time, not only in ownership**: the holder writes its
-  high-water mark (its clock plus the ttl) at the claim and at each renewal,
-  and its generators never mint past it. A clean :meth:`~WorkerLease.close`
-  keeps the row, released, with the mark lowered to the last timestamp
-  actually minted. Whoever takes the worker id next, after a close, a crash
-  (once the row expired) or a pause, mints nothing until its own clock has
-  passed the mark: it waits up to ``max_wait`` seconds, then raises
-  :class:`~sqlalchemy_seqkeys.ClockSkewError` naming the skew. So
-  no two holders of a worker id ever mint the same millisecond, whatever
-  their clocks say.
-- **Paused or suspended holders stop**: the process counts its lease as
-  valid for ``ttl`` from before each successful renewal was sent, on
-  ``CLOCK_BOOTTIME`` where the platform has it (it keeps counting while the
-  host is suspended; else ``time.monotonic``). A generator checks that
-  *after* reading the clock, whenever a new tick begins, and raises
-  :class:`~sqlalchemy_seqkeys.WorkerLeaseLostError` once the lease may have
-  passed to another process (a SIGSTOP, a VM pause, a long GC, an
-  unreachable database). Within one tick it goes on without a check; those
-  ids lie under the high-water mark that the next holder must pass.
-- **Clocks checked against the server**: at the claim and at each renewal
-  the holder's clock is compared with the database server's; beyond
-  ``max_skew`` seconds the claim raises
-  :class:`~sqlalchemy_seqkeys.ClockSkewError` (a renewal stops
-  minting with that message).
-- **Forks**: a forked child (``os.fork()`` or a libc ``fork()``) never mints
-  with its parent's lease; its first id leases a worker id of its own, once
-  per process, however many threads and generators ask at the same moment.
-  A claim the database refuses raises
-  :class:`~sqlalchemy_seqkeys.WorkerLeaseDatabaseError`, and a later call
-  claims again (not sooner than 1 s after, doubling to 30 s). Once that
-  lease is lost, the next call raises
-  :class:`~sqlalchemy_seqkeys.WorkerLeaseLostError` and the one after leases
-  a new worker id. A bare libc ``fork()`` while the renewal thread waits for
-  the GIL can hang the child inside CPython (see ``_fork``): under uWSGI use
-  ``lazy-apps``, a ``postfork`` lease or ``py-call-osafterfork``.
-- **Database errors** on the claim are
-  :class:`~sqlalchemy_seqkeys.WorkerLeaseDatabaseError` (the driver's error is
-  the ``__cause__``). A close that cannot reach the server stops the lease
-  here, logs a warning and raises nothing: the row expires after its ttl, as
-  after a crash, keeping its mark.
-
-asyncio
--------
-:class:`AsyncWorkerLease` is the same lease for an
-:class:`~sqlalchemy.ext.asyncio.AsyncEngine`, as ``AsyncSession`` is
-``Session``'s: its constructor does no I/O, ``async with`` (or ``await
-lease.start()``) claims, an asyncio task renews every ``ttl / 3``, and leaving
-the block (``await lease.close()``) releases. Claim, renewal and release run
-the same SQL as :class:`WorkerLease`, through ``AsyncConnection.run_sync``, on
-a twin of the engine's pool (so that a renewal never waits behind the
-application's requests for a connection); a wait (for the previous holder's
-mark) is an ``asyncio.sleep``. Every guarantee above holds: a renewal that
-does not happen in time (a loop blocked past the ttl, an unreachable
-database) makes its generators raise
-:class:`~sqlalchemy_seqkeys.WorkerLeaseLostError`. A forked child cannot
-renew its parent's asyncio lease; its generators raise
-:class:`~sqlalchemy_seqkeys.ForkedWorkerError` until they are bound (with
-:meth:`Snowflake.bind <sqlalchemy_seqkeys.Snowflake.bind>`) to a lease of its own::
-
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    ids = Snowflake()                     # declared with the models, bound at startup
-
-    async def main() -> None:
-        engine = create_async_engine("sqlite+aiosqlite:///ids.db")
-        async with AsyncWorkerLease(engine, ttl=30) as lease:
-            ids.bind(lease)
-            print(ids.decode(ids()).worker_id)
-        await engine.dispose()
-
-Not covered: a generator not bound to its lease
-(``Snowflake(worker_id=lease.worker_id)``), a lease table emptied or
-restored while its worker ids are in use, and two tables used for the same
-ids.
+:class:`AsyncWorkerLease` wraps a :class:`WorkerLease` as ``AsyncEngine`` wraps
+``Engine``: the same SQL, run in SQLAlchemy's greenlet; its renewal is an
+asyncio task instead of a thread (see ``_background``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
-from . import _aio, _fork
+from . import _fork
+from ._background import GreenletLock, Periodic, periodic
 from ._dialect import facts, insert_ignoring_conflict
+from ._lease import Lease, Minter
 from ._validate import (
     check_flag,
     check_instance,
@@ -133,17 +46,19 @@ from ._validate import (
 from .errors import (
     ClockSkewError,
     ForkedWorkerError,
-    InvalidSnowflakeError,
+    InvalidLeaseError,
     LeaseTableOutdatedError,
-    NoWorkerIdError,
     SeqKeysError,
+    WorkerIdNotBoundError,
+    WorkerIdsExhaustedError,
     WorkerLeaseDatabaseError,
     WorkerLeaseLostError,
 )
 from .sequences.table import library_table
-from .snowflake import _Core
 
-if TYPE_CHECKING:  # sqlalchemy.ext.asyncio needs greenlet, an optional package
+if TYPE_CHECKING:  # asyncio and sqlalchemy.ext.asyncio: imported when an async lease starts
+    import asyncio
+
     from sqlalchemy.ext.asyncio import AsyncEngine
 
 __all__ = ["AsyncWorkerLease", "WorkerLease", "workers_table"]
@@ -151,6 +66,7 @@ __all__ = ["AsyncWorkerLease", "WorkerLease", "workers_table"]
 DEFAULT_TABLE = "seqkeys_workers"
 MARK_COLUMN = "high_water_ms"
 _MAX_TTL_S = 86400.0
+_M = TypeVar("_M", bound=Minter)
 
 
 def _suspend_counting_clock() -> Callable[[], float]:
@@ -167,8 +83,6 @@ def _suspend_counting_clock() -> Callable[[], float]:
 
 
 _lease_clock = _suspend_counting_clock()
-#: the engine a lease talks to: an Engine, or an AsyncEngine
-_E = TypeVar("_E")
 _lease_locks: dict[int, threading.Lock] = {}
 _log = logging.getLogger(__name__)
 #: a forked child whose own lease could not be claimed tries again after this
@@ -232,12 +146,17 @@ def workers_table(metadata: sa.MetaData, name: str = DEFAULT_TABLE) -> sa.Table:
 
     A :class:`WorkerLease` creates its table when it is missing; declare it
     with the models where migrations create every table (Alembic
-    autogenerate then proposes it). Example::
+    autogenerate then proposes it).
+
+    :param metadata: the models' ``MetaData``.
+    :param name: the table's name (``table=`` of the leases that use it).
+
+    Example::
 
         workers_table(Base.metadata)
     """
-    check_instance(metadata, sa.MetaData, "metadata", InvalidSnowflakeError)
-    check_name(name, "name", InvalidSnowflakeError)
+    check_instance(metadata, sa.MetaData, "metadata", InvalidLeaseError)
+    check_name(name, "name", InvalidLeaseError)
     return library_table(
         metadata,
         name,
@@ -251,129 +170,38 @@ def workers_table(metadata: sa.MetaData, name: str = DEFAULT_TABLE) -> sa.Table:
     )
 
 
-class _Lease(Generic[_E]):
-    """What :class:`WorkerLease` and :class:`AsyncWorkerLease` share.
+#: a won claim: (worker id, the previous holder's mark, our mark), all Unix ms but the id
+_Claim = tuple[int, int, int]
 
-    The constructor and its checks; the row's SQL, as functions of a sync
-    ``Connection`` (a sync engine's, or an async one's facade inside
-    ``run_sync``); and the checks a generator makes as it mints. Only the
-    scheduling differs: a thread and blocking calls, or a task and awaits.
+
+class _Row:
+    """The SQL of one lease on its table: claim, renew, release (one transaction each).
+
+    Functions of a sync ``Connection``: a sync engine's, or an async
+    engine's run in SQLAlchemy's greenlet. Every write is one compare-and-set.
     """
-
-    _is_worker_lease = True  # how snowflake.py, which imports no SQLAlchemy, knows one
-
-    @property
-    def _reclaimable(self) -> bool:
-        """True if a generator bound to this lease may claim a new one once it is lost."""
-        return False
-
-    ttl: float
-    max_worker_id: int
-    max_skew: float
-    max_wait: float
-    clock: Callable[[], int]
-    table: sa.Table
-    owner: str
 
     def __init__(
         self,
-        engine: _E,
+        table: sa.Table,
         *,
-        ttl: float = 30.0,
-        table: str = DEFAULT_TABLE,
-        max_worker_id: int = 1023,
-        create_table: bool = True,
-        clock: Callable[[], int] | None = None,
-        max_skew: float = 2.0,
-        max_wait: float = 5.0,
+        ttl: float,
+        max_worker_id: int,
+        max_skew: float,
+        now_ns: Callable[[], int],
     ) -> None:
-        # Every argument is checked before the database is touched.
-        self._check_engine(engine)
-        self.ttl = check_seconds(ttl, "ttl", InvalidSnowflakeError, max=_MAX_TTL_S)
-        self.max_worker_id = check_int(
-            max_worker_id, "max_worker_id", InvalidSnowflakeError, min=0, max=2**31 - 1
-        )
-        check_name(table, "table", InvalidSnowflakeError)
-        clock = checked_clock(clock, "clock", InvalidSnowflakeError)
-        check_flag(create_table, "create_table", InvalidSnowflakeError)
-        self.max_skew = check_seconds(max_skew, "max_skew", InvalidSnowflakeError)
-        self.max_wait = check_seconds(max_wait, "max_wait", InvalidSnowflakeError)
-        self.clock = clock or time.time_ns
-        self.table = workers_table(sa.MetaData(), table)
+        self.table = table
         self.owner = uuid.uuid4().hex
-        self._token = _fork.process_token()
-        self._worker_id: int | None = None
-        self._core: _Core | None = None
-        self._bind_lock = threading.Lock()
-        self._lost: str | None = None
-        self._closed = threading.Event()
-        self._valid_until = 0.0
-        self._mark_ms = 0
-        self._floor_ms = 0
-        self.engine = engine
-        self.create_table = bool(create_table)
-        self._open()
+        self.ttl_ms = int(ttl * 1000)
+        self.max_worker_id = max_worker_id
+        self.max_skew = max_skew
+        self.now_ns = now_ns
 
-    @staticmethod
-    def _check_engine(engine: object) -> None:
-        """Raise InvalidSnowflakeError unless ``engine`` is the front end's kind."""
-        raise NotImplementedError
-
-    def _open(self) -> None:
-        """The front end's own start (a sync lease claims here, an async one later)."""
-        raise NotImplementedError
-
-    @property
-    def worker_id(self) -> int:
-        """The worker id this lease holds."""
-        if self._worker_id is None:
-            raise self._unclaimed_error()
-        return self._worker_id
-
-    def _database_error(self, exc: BaseException) -> WorkerLeaseDatabaseError:
-        return WorkerLeaseDatabaseError(
-            f"could not claim a worker id in {self.table.name!r}: the database failed "
-            f"({_reason(exc)}); nothing was minted. Check that the server is up and accepts "
-            "connections (max_connections, the pool's size), then claim again"
-        )
-
-    def _release_failed(self, exc: BaseException) -> None:
-        # A close that cannot reach the server is not an error of the caller's:
-        # the row simply expires (as after a crash), keeping its mark.
-        _log.warning(
-            "could not release worker id %s in %r (%s); the lease is closed here and its "
-            "row expires by itself at most ttl=%g s after its last renewal, keeping its "
-            "high-water mark for the next holder",
-            self._worker_id,
-            self.table.name,
-            _reason(exc),
-            self.ttl,
-            exc_info=exc,
-        )
-
-    def _unclaimed_error(self) -> NoWorkerIdError:
-        return NoWorkerIdError(
-            f"this {type(self).__name__} has not claimed a worker id yet; claim it with "
-            "`async with AsyncWorkerLease(engine) as lease:` or `await lease.start()`, "
-            "then bind generators to it"
-        )
-
-    def __repr__(self) -> str:
-        held = "unclaimed" if self._worker_id is None else f"worker_id={self._worker_id}"
-        return f"{type(self).__name__}({held}, owner={self.owner[:8]})"
-
-    # -- clocks ----------------------------------------------------------------------
-
-    def _now_ns(self) -> int:
-        # The clock the ids are minted with: the bound generators' once there are any.
-        core = self._core
-        return core.clock() if core is not None else self.clock()
-
-    def _server_and_client_ms(self, conn: sa.Connection) -> tuple[int, int]:
+    def server_and_client_ms(self, conn: sa.Connection) -> tuple[int, int]:
         """The server's Unix ms and ours; raise ClockSkewError if they differ too much."""
-        before = self._now_ns()
+        before = self.now_ns()
         server_ms = int(conn.scalar(sa.select(server_now_ms())))  # type: ignore[arg-type]
-        after = self._now_ns()
+        after = self.now_ns()
         client_ms = (before + after) // 2_000_000
         skew_ms = client_ms - server_ms
         # the round trip widens what can be told apart
@@ -385,13 +213,10 @@ class _Lease(Generic[_E]):
             )
         return server_ms, client_ms
 
-    # -- the row's SQL (one transaction each; the caller opens it) --------------------
-
-    def _claim_on(self, conn: sa.Connection) -> tuple[int, int, int] | None:
-        """One claim: (worker id, previous holder's mark, our mark), or None if outraced."""
+    def _claim_on(self, conn: sa.Connection) -> _Claim | None:
+        """One claim, or None if another process outraced it."""
         t = self.table
-        ttl_ms = int(self.ttl * 1000)
-        server_ms, client_ms = self._server_and_client_ms(conn)
+        server_ms, client_ms = self.server_and_client_ms(conn)
         rows = self._rows(conn)
         used = {row.worker_id for row in rows}
         free = [row for row in rows if row.expires_at < server_ms]
@@ -401,7 +226,7 @@ class _Lease(Generic[_E]):
         never = next((i for i in range(self.max_worker_id + 1) if i not in used), None)
         if ready or never is None:
             if not free:
-                raise NoWorkerIdError(
+                raise WorkerIdsExhaustedError(
                     f"all {self.max_worker_id + 1} worker ids in {t.name!r} are leased "
                     "by live processes; wait for one to close or expire, or use a "
                     "layout with more worker bits"
@@ -411,7 +236,7 @@ class _Lease(Generic[_E]):
                 if ready
                 else min(free, key=lambda r: (r.high_water_ms, r.worker_id))
             )
-            mark = max(row.high_water_ms, client_ms + ttl_ms)
+            mark = max(row.high_water_ms, client_ms + self.ttl_ms)
             taken = conn.execute(
                 sa.update(t)
                 .where(
@@ -422,20 +247,20 @@ class _Lease(Generic[_E]):
                 )
                 .values(
                     owner=self.owner,
-                    expires_at=server_now_ms() + ttl_ms,
+                    expires_at=server_now_ms() + self.ttl_ms,
                     **{MARK_COLUMN: mark},
                 )
             ).rowcount
             if taken != 1:
                 return None  # another process took or renewed it first
             return int(row.worker_id), int(row.high_water_ms), mark
-        mark = client_ms + ttl_ms
+        mark = client_ms + self.ttl_ms
         inserted = conn.execute(
             insert_ignoring_conflict(conn.dialect, t, ["worker_id"])
             .values(
                 worker_id=never,
                 owner=self.owner,
-                expires_at=server_now_ms() + ttl_ms,
+                expires_at=server_now_ms() + self.ttl_ms,
                 **{MARK_COLUMN: mark},
             )
             .execution_options(preserve_rowcount=True)
@@ -449,26 +274,52 @@ class _Lease(Generic[_E]):
         )
         return list(conn.execute(query))
 
-    def _renew_on(self, conn: sa.Connection, at_least_ms: int) -> int | None:
+    def claim(self, conn: sa.Connection) -> tuple[_Claim, float]:
+        """Claim a worker id: one attempt after another until one wins; and when it was sent."""
+        _standalone(conn)
+        for _ in range(self.max_worker_id + 2):
+            sent = _lease_clock()
+            try:
+                with conn.begin():
+                    claim = self._claim_on(conn)
+            except sa.exc.DBAPIError as exc:
+                try:
+                    outdated = self._outdated(conn)
+                except Exception:  # no table at all, or no database: the error says so
+                    outdated = False
+                if outdated:
+                    raise self._outdated_error() from exc
+                raise
+            if claim is not None:
+                return claim, sent
+        raise WorkerIdsExhaustedError(
+            f"could not claim a worker id in {self.table.name!r}: other processes kept taking them"
+        )
+
+    def renew(
+        self, conn: sa.Connection, worker_id: int, mark_ms: int, at_least_ms: int
+    ) -> int | None:
         """Renew the row and move the mark on: the new mark, or None if the row is gone."""
         t = self.table
-        ttl_ms = int(self.ttl * 1000)
-        _, client_ms = self._server_and_client_ms(conn)
-        mark = max(self._mark_ms, client_ms + ttl_ms, at_least_ms)
-        renewed = conn.execute(
-            sa.update(t)
-            .where(t.c.worker_id == self.worker_id, t.c.owner == self.owner)
-            .values(expires_at=server_now_ms() + ttl_ms, **{MARK_COLUMN: mark})
-        ).rowcount
+        with _standalone(conn).begin():
+            _, client_ms = self.server_and_client_ms(conn)
+            mark = max(mark_ms, client_ms + self.ttl_ms, at_least_ms)
+            renewed = conn.execute(
+                sa.update(t)
+                .where(t.c.worker_id == worker_id, t.c.owner == self.owner)
+                .values(expires_at=server_now_ms() + self.ttl_ms, **{MARK_COLUMN: mark})
+            ).rowcount
         return mark if renewed == 1 else None
 
-    def _release_on(self, conn: sa.Connection, mark: int) -> None:
+    def release(self, conn: sa.Connection, worker_id: int, mark: int) -> None:
+        """Release the row, keeping ``mark``."""
         t = self.table
-        conn.execute(
-            sa.update(t)
-            .where(t.c.worker_id == self.worker_id, t.c.owner == self.owner)
-            .values(expires_at=0, **{MARK_COLUMN: mark})
-        )
+        with _standalone(conn).begin():
+            conn.execute(
+                sa.update(t)
+                .where(t.c.worker_id == worker_id, t.c.owner == self.owner)
+                .values(expires_at=0, **{MARK_COLUMN: mark})
+            )
 
     def _outdated(self, conn: sa.Connection) -> bool:
         """True if the table lacks the mark column (asked after a failed claim)."""
@@ -486,136 +337,46 @@ class _Lease(Generic[_E]):
             "process holds a lease (WorkerLease creates it anew)"
         )
 
-    def _claim_in(self, conn: sa.Connection) -> None:
-        """Claim a worker id on ``conn``: one attempt after another, until one wins."""
-        _standalone(conn)
-        for _ in range(self.max_worker_id + 2):
-            sent = _lease_clock()
-            try:
-                with conn.begin():
-                    claim = self._claim_on(conn)
-            except sa.exc.DBAPIError as exc:
-                try:
-                    outdated = self._outdated(conn)
-                except Exception:  # no table at all, or no database: the error says so
-                    outdated = False
-                if outdated:
-                    raise self._outdated_error() from exc
-                raise
-            if claim is not None:
-                self._claimed(claim, sent)
-                return
-        raise NoWorkerIdError(
-            f"could not claim a worker id in {self.table.name!r}: other processes kept taking them"
-        )
 
-    def _renewal_sent(self, at_least_ms: int) -> float | None:
-        """When a renewal starts (the lease counts from then), or None if none is due.
+class _HeldWorkerId:
+    """A lease's state as the generators bound to it see it: the checks and the Lease protocol.
 
-        The caller holds the front end's renewal lock until :meth:`_renew_in` is done.
-        """
-        if self._closed.is_set() or self._lost is not None:
-            return None
-        if at_least_ms and self._mark_ms >= at_least_ms:
-            return None  # another caller's extension got there first
-        return _lease_clock()
+    :class:`WorkerLease` adds the lifecycle (claim, renew, release).
+    """
 
-    def _renew_in(self, conn: sa.Connection, at_least_ms: int, sent: float) -> None:
-        """Renew the row and move the mark on; raise if the lease is gone."""
-        with _standalone(conn).begin():
-            mark = self._renew_on(conn, at_least_ms)
-        self._renewed(mark, sent)
+    _kind: str
+    _token: int
+    _worker_id: int | None
+    _minter: Minter | None
+    _bind_lock: threading.Lock
+    _lost: str | None
+    _closed: threading.Event
+    _valid_until: float
+    _mark_ms: int
+    _floor_ms: int
+    _extend: Callable[[int], None]
+    _children: _Children
+    clock: Callable[[], int]
+    table: sa.Table
+    owner: str
 
-    def _release_in(self, conn: sa.Connection, mark: int) -> None:
-        """Release the row, keeping ``mark``."""
-        with _standalone(conn).begin():
-            self._release_on(conn, mark)
+    def _started_or_implicit(self) -> None:
+        raise NotImplementedError
 
-    @contextlib.contextmanager
-    def _scheduled_renewal(self) -> Iterator[None]:
-        """Around each renewal of the background loop: failures are retried, a loss stops."""
-        try:
-            yield
-        except ClockSkewError as exc:
-            self._lost = str(exc)
-        except WorkerLeaseLostError:
-            pass
-        except Exception:  # a failed renewal is retried; expiry is the guard
-            pass
-        if self._lost is not None:
-            self._renewal_failed()
-
-    # -- bookkeeping ---------------------------------------------------------------
-
-    def _claimed(self, claim: tuple[int, int, int], sent: float) -> None:
-        self._worker_id, self._floor_ms, self._mark_ms = claim
-        self._valid_until = sent + self.ttl
-
-    def _renewed(self, mark: int | None, sent: float) -> None:
-        if mark is None:
-            self._lost = "its row was taken over after it expired"
-            raise self._lost_error()
-        # Only once committed: the row's mark is never below ours.
-        self._mark_ms = mark
-        self._valid_until = sent + self.ttl
-
-    def _ahead_of_floor_ms(self, deadline: float) -> int:
-        """How far the previous holder's ids are ahead of our clock (< 0: passed them).
-
-        Raises ClockSkewError once ``deadline`` (monotonic) has passed.
-        """
-        # The previous holder minted up to _floor_ms on its own clock; ids from
-        # here must carry later timestamps.
-        ahead = self._floor_ms - self._now_ns() // 1_000_000
-        if ahead >= 0 and time.monotonic() >= deadline:
-            raise ClockSkewError(
-                f"worker id {self.worker_id} was last used by a process whose ids reach "
-                f"{ahead} ms past this host's clock (its clock ran ahead, or this one is "
-                f"behind); waited max_wait={self.max_wait:g} s for this clock to pass them. "
-                "Fix the clocks (NTP), or raise WorkerLease(max_wait=...)"
-            )
-        return ahead
-
-    def _release_mark(self) -> int:
-        """Stop every generator on the lease; the mark a successor must pass."""
-        with self._bind_lock:
-            core = self._core
-        tick = core.stop(None) if core is not None else -1
-        if core is None or tick < 0:
-            return self._floor_ms
-        return max(self._floor_ms, core.last_ms_of(tick))
-
-    def _renewal_failed(self) -> None:
-        # Not even the rest of this tick: the generators stop at once.
-        core = self._core
-        if core is not None:
-            core.stop(None)
-
-    # -- checking ------------------------------------------------------------------
+    def _now_ns(self) -> int:
+        # The clock the ids are minted with: the bound generators' once there are any.
+        minter = self._minter
+        return minter.clock() if minter is not None else self.clock()
 
     def _in_owner_process(self) -> bool:
         """False in a process forked from the one that made the lease."""
         return _fork.process_token() == self._token
 
-    @property
-    def valid(self) -> bool:
-        """True while the lease is certainly ours: renewed in time and not closed."""
-        return (
-            self._lost is None
-            and not self._closed.is_set()
-            and self._in_owner_process()
-            and _lease_clock() < self._valid_until
-        )
-
-    def _usable(self) -> bool:
-        """In the process that claimed it: not lost, not closed, renewed in time, and
-        its generators still on it."""
-        core = self._core
-        return (
-            self._lost is None
-            and not self._closed.is_set()
-            and _lease_clock() < self._valid_until
-            and (core is None or not core.relinquished())
+    def _database_error(self, exc: BaseException) -> WorkerLeaseDatabaseError:
+        return WorkerLeaseDatabaseError(
+            f"could not claim a worker id in {self.table.name!r}: the database failed "
+            f"({_reason(exc)}); nothing was minted. Check that the server is up and accepts "
+            "connections (max_connections, the pool's size), then claim again"
         )
 
     def _lost_error(self) -> WorkerLeaseLostError:
@@ -629,21 +390,39 @@ class _Lease(Generic[_E]):
             reason = "it was not renewed before it expired"
         return WorkerLeaseLostError(
             f"the lease on worker id {self._worker_id} is no longer certain ({reason}); "
-            f"minting with it could duplicate another process's ids. Take a new "
-            f"{type(self).__name__}"
+            f"minting with it could duplicate another process's ids. Take a new {self._kind}"
         )
 
-    def _assert_held(self) -> None:
-        # Read after the clock: a pause between the two cannot slip an id through.
-        if (
-            _lease_clock() >= self._valid_until
-            or self._lost is not None
-            or self._closed.is_set()
-            or not self._in_owner_process()
-        ):
-            if self._worker_id is None:
-                raise self._unclaimed_error()
-            raise self._lost_error()
+    def __repr__(self) -> str:
+        held = "unclaimed" if self._worker_id is None else f"worker_id={self._worker_id}"
+        return f"{self._kind}({held}, owner={self.owner[:8]})"
+
+    @property
+    def worker_id(self) -> int:
+        """The worker id this lease holds (raises WorkerIdNotBoundError before start)."""
+        if self._worker_id is None:
+            self._started_or_implicit()
+        if self._worker_id is None:
+            how = (
+                "`with WorkerLease(engine) as lease:` or lease.start()"
+                if self._kind == "WorkerLease"
+                else f"`async with {self._kind}(engine) as lease:` or `await lease.start()`"
+            )
+            raise WorkerIdNotBoundError(
+                f"this {self._kind} has not claimed a worker id yet; claim it with {how}, "
+                "then bind generators to it"
+            )
+        return self._worker_id
+
+    @property
+    def valid(self) -> bool:
+        """True while the lease is certainly ours: renewed in time and not closed."""
+        return (
+            self._lost is None
+            and not self._closed.is_set()
+            and self._in_owner_process()
+            and _lease_clock() < self._valid_until
+        )
 
     def check(self) -> int:
         """Return the worker id, or raise WorkerLeaseLostError if the lease may be gone.
@@ -652,162 +431,77 @@ class _Lease(Generic[_E]):
 
             lease.check()   # 5
         """
-        self._assert_held()
+        self._started_or_implicit()
+        self.assert_held()
         return self.worker_id
 
-    # -- what each front end does its own way -----------------------------------------
+    # -- the Lease protocol (what a Snowflake bound to it calls; see _lease) ---------
 
-    def _extend_mark(self, until_ms: int) -> None:
-        """Move the mark past ``until_ms`` now (a generator's clock jumped forward)."""
-        raise NotImplementedError
+    @property
+    def floor_ms(self) -> int:
+        """The previous holder's high-water mark (Unix ms): ids from here carry later ones."""
+        return self._floor_ms
 
-    def _in_this_process(self, clock: Callable[[], int]) -> _Lease[Any]:
-        """The lease of the current process (after a fork, one of its own)."""
-        raise NotImplementedError
+    @property
+    def mark_ms(self) -> int:
+        """This holder's high-water mark (Unix ms), committed in the row."""
+        return self._mark_ms
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed.is_set()
 
-class WorkerLease(_Lease[sa.Engine]):
-    """A worker id leased from ``table``, renewed in the background until :meth:`close`.
+    @property
+    def reclaimable(self) -> bool:
+        """True for a lease claimed implicitly in a forked child: claimed anew once lost."""
+        return self._children.root is not self
 
-    ``ttl`` (seconds) is how long a lease lives without renewal; it is renewed
-    every ``ttl / 3``. ``max_worker_id`` bounds the ids handed out (1023 for
-    the default snowflake layout). ``create_table=True`` creates the table if
-    it is missing. ``clock`` returns nanoseconds since the Unix epoch (default
-    ``time.time_ns``; a :class:`~sqlalchemy_seqkeys.Snowflake` bound to the
-    lease mints with it, and its own ``clock=``, if given, replaces it here).
-    ``max_skew`` (seconds) is how far that clock may be from the database
-    server's; ``max_wait`` (seconds) is how long the constructor waits for
-    this clock to pass the timestamps the worker id's previous holder minted.
+    def assert_held(self) -> None:
+        """Raise unless the lease is certainly ours; read after the minting clock."""
+        if (
+            _lease_clock() >= self._valid_until
+            or self._lost is not None
+            or self._closed.is_set()
+            or not self._in_owner_process()
+        ):
+            if self._worker_id is None:
+                self.worker_id  # noqa: B018 - raises the not-started error
+            raise self._lost_error()
 
-    Raises :class:`~sqlalchemy_seqkeys.NoWorkerIdError` when every id is held
-    by a live lease, and :class:`~sqlalchemy_seqkeys.ClockSkewError`
-    when the clocks disagree beyond those bounds. For an
-    :class:`~sqlalchemy.ext.asyncio.AsyncEngine`, use :class:`AsyncWorkerLease`.
-
-    Example::
-
-        with WorkerLease(engine, ttl=30) as lease:
-            ids = Snowflake(worker_id=lease)
-            ids()
-    """
-
-    @staticmethod
-    def _check_engine(engine: object) -> None:
-        if not isinstance(engine, sa.Engine):
-            hint = (
-                "for an AsyncEngine use `async with AsyncWorkerLease(engine) as lease:`"
-                if _is_async_engine(engine)
-                else "use sqlalchemy.create_engine(url)"
-            )
-            raise InvalidSnowflakeError(
-                f"engine must be an sqlalchemy Engine, not {engine!r}; {hint}"
-            )
-
-    def _open(self) -> None:
-        self._root = self
-        self._children: dict[int, WorkerLease] = {}
-        #: process token -> when a forked child may claim again, the last wait, its error
-        self._retries: dict[int, tuple[float, float, SeqKeysError]] = {}
-        self._renew_lock = threading.Lock()
+    def extend_mark(self, until_ms: int) -> None:
+        """Move the mark past ``until_ms`` now: a generator's clock jumped forward."""
         try:
-            if self.create_table:
-                self.table.create(self.engine, checkfirst=True)
-            with self.engine.connect() as conn:
-                self._claim_in(conn)
-        except _db_errors(self.engine) as exc:
-            raise self._database_error(exc) from exc
-        self._thread = threading.Thread(
-            target=self._renew_loop, name=f"seqkeys-lease-{self.worker_id}", daemon=True
-        )
-        self._thread.start()
-        self._wait_past_floor()
-
-    def __enter__(self) -> WorkerLease:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _wait_past_floor(self) -> None:
-        deadline = time.monotonic() + self.max_wait
-        try:
-            while (ahead := self._ahead_of_floor_ms(deadline)) >= 0:
-                time.sleep(min((ahead + 1) / 1000, 0.05))
-        except ClockSkewError:
-            self.close()
-            raise
-
-    # -- renewing ------------------------------------------------------------------
-
-    def _renew_once(self, at_least_ms: int = 0) -> None:
-        """Renew the row and move the mark on; raise if the lease is gone."""
-        with self._renew_lock:
-            if (sent := self._renewal_sent(at_least_ms)) is not None:
-                with self.engine.connect() as conn:
-                    self._renew_in(conn, at_least_ms, sent)
-
-    def _renew_loop(self) -> None:
-        interval = self.ttl / 3
-        while not self._closed.wait(interval):
-            with self._scheduled_renewal():
-                self._renew_once()
-            if self._lost is not None:
-                return
-
-    def _extend_mark(self, until_ms: int) -> None:
-        # A generator reached the mark while the lease is valid: its clock
-        # jumped forward. Renew now (outside the generator's lock).
-        try:
-            self._renew_once(at_least_ms=until_ms)
+            self._extend(until_ms)
         except SeqKeysError:
             raise
         except Exception as exc:
             raise WorkerLeaseLostError(
-                f"the lease on worker id {self.worker_id} could not be renewed to mint past "
-                f"{until_ms} Unix ms (the database did not answer: {exc}); minting on could "
-                "duplicate another process's ids. Take a new WorkerLease"
+                f"the lease on worker id {self._worker_id} could not be renewed to mint past "
+                f"{until_ms} Unix ms (the database did not answer: {exc!r}); minting on could "
+                f"duplicate another process's ids. Take a new {self._kind}"
             ) from exc
-        self._assert_held()
+        self.assert_held()
 
-    def close(self) -> None:
-        """Stop renewing and release the id, keeping the row's high-water mark.
+    def bind_minter(self, make: Callable[[_M | None], _M]) -> _M:
+        """Under the lease's lock, the minter every generator bound to it shares."""
+        with self._bind_lock:
+            minter = make(self._minter)  # type: ignore[arg-type]
+            self._minter = minter
+            return minter
 
-        The mark is lowered to the last timestamp the bound generators minted,
-        so that the next holder waits only as long as the clocks disagree.
+    def in_this_process(self, clock: Callable[[], int]) -> Lease:
+        """The lease of the current process: after a fork, one claimed for it (once)."""
+        if self._kind != "WorkerLease" and not self._in_owner_process():
+            raise ForkedWorkerError(
+                f"this process was forked from the one that holds {self._kind} worker id "
+                f"{self._worker_id}, whose renewals run on the parent's event loop; claim a "
+                "lease in this process and bind the generator to it: "
+                f"`async with {self._kind}(engine) as lease: ids.bind(lease)`"
+            )
+        return self._children.lease_for(_fork.process_token(), clock)
 
-        Example::
-
-            lease.close()
-        """
-        if self._closed.is_set() or not self._in_owner_process():
-            # Closed, or a forked child's copy: the parent still owns the row (and
-            # the Event's lock may have been held by a parent's thread at the fork).
-            return
-        self._closed.set()
-        self._valid_until = 0.0
-        mark = self._release_mark()
-        try:
-            with self._renew_lock:
-                self._release(mark)
-        except _db_errors(self.engine) as exc:
-            self._release_failed(exc)
-        finally:
-            self._thread.join(timeout=1)
-
-    def _release(self, mark: int) -> None:
-        # A connection the server dropped while it sat in the pool fails once
-        # and is invalidated: the release goes through on a new one.
-        for attempt in (1, 2):
-            with self.engine.connect() as conn:
-                try:
-                    self._release_in(conn, mark)
-                    return
-                except _db_errors(self.engine) as exc:
-                    if attempt == 2 or not _is_disconnect(conn, exc):
-                        raise
-                    conn.invalidate()
-
-    def for_child(self) -> WorkerLease:
+    def for_child(self) -> Lease:
         """The lease of the current process: after a fork, one claimed for it (once).
 
         A forked child cannot mint with its parent's lease. Every generator
@@ -819,61 +513,366 @@ class WorkerLease(_Lease[sa.Engine]):
 
             child_lease = lease.for_child()   # in a forked child
         """
-        core = self._core
-        return self._in_this_process(core.clock if core is not None else self.clock)
+        minter = self._minter
+        return self.in_this_process(minter.clock if minter is not None else self.clock)
 
-    def _in_this_process(self, clock: Callable[[], int]) -> WorkerLease:
-        root = self._root
-        token = _fork.process_token()
-        if token == root._token:
-            return root
+
+class WorkerLease(_HeldWorkerId):
+    """A worker id leased from ``table``, renewed in the background until :meth:`close`.
+
+    Constructing one does no I/O: ``with WorkerLease(engine) as lease:`` (or
+    :meth:`start`) claims a free worker id, starts a daemon thread that renews
+    it every ``ttl / 3``, and waits (up to ``max_wait``) for this clock to
+    pass the timestamps the worker id's previous holder minted; leaving the
+    block (:meth:`close`) releases it. A lease used before it was started
+    (the behaviour of 0.x, where the constructor claimed) claims on first use
+    with a :class:`DeprecationWarning`; that goes away in the next minor version.
+
+    :param engine: an :class:`~sqlalchemy.engine.Engine` (for an ``AsyncEngine``
+        use :class:`AsyncWorkerLease`).
+    :param ttl: seconds a lease lives without renewal.
+    :param table: the lease table's name.
+    :param max_worker_id: the largest worker id handed out (1023 for the
+        default snowflake layout).
+    :param create_table: create the table at start if it is missing.
+    :param clock: nanoseconds since the Unix epoch (default ``time.time_ns``;
+        a :class:`~sqlalchemy_seqkeys.Snowflake` bound to the lease mints with
+        it, and its own ``clock=``, if given, replaces it here).
+    :param max_skew: seconds the clock may be from the database server's.
+    :param max_wait: seconds :meth:`start` waits for this clock to pass the
+        previous holder's ids.
+
+    Starting raises :class:`~sqlalchemy_seqkeys.WorkerIdsExhaustedError`
+    when every id is held by a live lease, and
+    :class:`~sqlalchemy_seqkeys.ClockSkewError` when the clocks disagree
+    beyond those bounds; a bad argument raises
+    :class:`~sqlalchemy_seqkeys.InvalidLeaseError` at construction.
+
+    Example::
+
+        with WorkerLease(engine, ttl=30) as lease:
+            ids = Snowflake(worker_id=lease)
+            ids()
+    """
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        *,
+        ttl: float = 30.0,
+        table: str = DEFAULT_TABLE,
+        max_worker_id: int = 1023,
+        create_table: bool = True,
+        clock: Callable[[], int] | None = None,
+        max_skew: float = 2.0,
+        max_wait: float = 5.0,
+    ) -> None:
+        # Every argument is checked here; the database is touched at start().
+        if not isinstance(engine, sa.Engine):
+            hint = (
+                "for an AsyncEngine use `async with AsyncWorkerLease(engine) as lease:`"
+                if _is_async_engine(engine)
+                else "use sqlalchemy.create_engine(url)"
+            )
+            raise InvalidLeaseError(f"engine must be an sqlalchemy Engine, not {engine!r}; {hint}")
+        self.ttl = check_seconds(ttl, "ttl", InvalidLeaseError, max=_MAX_TTL_S)
+        self.max_worker_id = check_int(
+            max_worker_id, "max_worker_id", InvalidLeaseError, min=0, max=2**31 - 1
+        )
+        check_name(table, "table", InvalidLeaseError)
+        self.clock: Callable[[], int] = (
+            checked_clock(clock, "clock", InvalidLeaseError) or time.time_ns
+        )
+        self.create_table = check_flag(create_table, "create_table", InvalidLeaseError)
+        self.max_skew = check_seconds(max_skew, "max_skew", InvalidLeaseError)
+        self.max_wait = check_seconds(max_wait, "max_wait", InvalidLeaseError)
+        self.engine = engine
+        self._row = _Row(
+            workers_table(sa.MetaData(), table),
+            ttl=self.ttl,
+            max_worker_id=self.max_worker_id,
+            max_skew=self.max_skew,
+            now_ns=self._now_ns,
+        )
+        self.table = self._row.table
+        self.owner = self._row.owner
+        self._token = _fork.process_token()
+        self._worker_id: int | None = None
+        self._minter: Minter | None = None
+        self._bind_lock = threading.Lock()
+        self._start_lock = threading.Lock()
+        self._started = False
+        self._lost: str | None = None
+        self._closed = threading.Event()
+        self._valid_until = 0.0
+        self._mark_ms = 0
+        self._floor_ms = 0
+        # What an AsyncWorkerLease replaces (see its start): the lock around
+        # the row's writes, the sleep, the name in messages, how a generator
+        # extends the mark.
+        self._renew_lock: threading.Lock | GreenletLock = threading.Lock()
+        self._sleep: Callable[[float], None] = time.sleep
+        self._kind = "WorkerLease"
+        self._extend: Callable[[int], None] = self._renew_once
+        self._job: Periodic | None = None
+        self._children = _Children(self)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> WorkerLease:
+        """Claim a worker id, start renewing it and wait past its previous holder's ids.
+
+        For code that cannot use ``with`` (pair it with :meth:`close`); returns the lease.
+
+        Example::
+
+            lease = WorkerLease(engine, ttl=30).start()
+            try:
+                ids = Snowflake(worker_id=lease)
+            finally:
+                lease.close()
+        """
+        with self._start_lock:
+            self._begin_start()
+            self._claim()
+            self._job = periodic(self.ttl / 3, self._renew_scheduled, name=self._job_name())
+            self._job.start()
+            try:
+                self._wait_past_floor()
+            except BaseException:
+                self.close()
+                raise
+        return self
+
+    def __enter__(self) -> WorkerLease:
+        return self if self._started else self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _begin_start(self) -> None:
+        if self._started or self._closed.is_set():
+            what = "started already" if self._started else "closed"
+            raise InvalidLeaseError(
+                f"this {self._kind} was {what}; a lease is claimed once (create another "
+                "one for another worker id)"
+            )
+        self._started = True
+
+    def _claim(self) -> None:
+        try:
+            if self.create_table:
+                self.table.create(self.engine, checkfirst=True)
+            with self.engine.connect() as conn:
+                claim, sent = self._row.claim(conn)
+        except BaseException as exc:
+            self._closed.set()
+            if isinstance(exc, _db_errors(self.engine)):
+                raise self._database_error(exc) from exc
+            raise
+        self._worker_id, self._floor_ms, self._mark_ms = claim
+        self._valid_until = sent + self.ttl
+
+    def _wait_past_floor(self) -> None:
+        # The previous holder minted up to the floor on its own clock; ids
+        # from here must carry later timestamps.
+        deadline = time.monotonic() + self.max_wait
+        while (ahead := self._floor_ms - self._now_ns() // 1_000_000) >= 0:
+            if time.monotonic() >= deadline:
+                raise ClockSkewError(
+                    f"worker id {self._worker_id} was last used by a process whose ids reach "
+                    f"{ahead} ms past this host's clock (its clock ran ahead, or this one is "
+                    f"behind); waited max_wait={self.max_wait:g} s for this clock to pass them. "
+                    f"Fix the clocks (NTP), or raise {self._kind}(max_wait=...)"
+                )
+            self._sleep(min((ahead + 1) / 1000, 0.05))
+
+    def _job_name(self) -> str:
+        # the renewal thread's (or task's) name
+        return f"seqkeys-lease-{self._worker_id}-{self.owner[:8]}"
+
+    def _started_or_implicit(self) -> None:
+        # The 0.x behaviour: a lease claimed when it was created (never an async one).
+        if self._started or self._kind != "WorkerLease" or not self._in_owner_process():
+            return
+        warnings.warn(
+            "a WorkerLease no longer claims a worker id when it is created; claiming on "
+            "first use is deprecated and goes away in the next minor version. Use `with "
+            "WorkerLease(engine) as lease:` or `lease = WorkerLease(engine).start()`",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        with self._start_lock:
+            if not self._started:
+                self.start()
+
+    def close(self) -> None:
+        """Stop renewing and release the id, keeping the row's high-water mark.
+
+        The mark is lowered to the last timestamp the bound generators minted,
+        so that the next holder waits only as long as the clocks disagree. A
+        close that cannot reach the server logs a warning and raises nothing:
+        the row expires after its ttl, as after a crash.
+
+        Example::
+
+            lease.close()
+        """
+        if self._closed.is_set() or not self._in_owner_process():
+            # Closed, or a forked child's copy: the parent still owns the row (and
+            # the Event's lock may have been held by a parent's thread at the fork).
+            return
+        self._closed.set()
+        self._valid_until = 0.0
+        job = self._job
+        if job is not None:
+            job.stop()
+        if self._worker_id is None:
+            return  # never claimed
+        mark = self._release_mark()
+        try:
+            with self._renew_lock:
+                self._release(mark)
+        except _db_errors(self.engine) as exc:
+            _log.warning(
+                "could not release worker id %s in %r (%s); the lease is closed here and its "
+                "row expires by itself at most ttl=%g s after its last renewal, keeping its "
+                "high-water mark for the next holder",
+                self._worker_id,
+                self.table.name,
+                _reason(exc),
+                self.ttl,
+                exc_info=exc,
+            )
+        finally:
+            if job is not None:
+                job.join(1)
+
+    def _release(self, mark: int) -> None:
+        # A connection the server dropped while it sat in the pool fails once
+        # and is invalidated: the release goes through on a new one.
+        assert self._worker_id is not None
+        for attempt in (1, 2):
+            with self.engine.connect() as conn:
+                try:
+                    self._row.release(conn, self._worker_id, mark)
+                    return
+                except _db_errors(self.engine) as exc:
+                    if attempt == 2 or not _is_disconnect(conn, exc):
+                        raise
+                    conn.invalidate()
+
+    def _release_mark(self) -> int:
+        """Stop every generator on the lease; the mark a successor must pass."""
+        with self._bind_lock:
+            minter = self._minter
+        last_ms = minter.halt() if minter is not None else -1
+        return max(self._floor_ms, last_ms)
+
+    # -- renewing ------------------------------------------------------------------
+
+    def _renew_once(self, at_least_ms: int = 0) -> None:
+        """Renew the row and move the mark on; raise if the lease is gone."""
+        with self._renew_lock:
+            if self._closed.is_set() or self._lost is not None:
+                return
+            if at_least_ms and self._mark_ms >= at_least_ms:
+                return  # another caller's extension got there first
+            sent = _lease_clock()  # the lease counts from before the renewal was sent
+            assert self._worker_id is not None
+            with self.engine.connect() as conn:
+                mark = self._row.renew(conn, self._worker_id, self._mark_ms, at_least_ms)
+            if mark is None:
+                self._lost = "its row was taken over after it expired"
+                raise self._lost_error()
+            # Only once committed: the row's mark is never below ours.
+            self._mark_ms = mark
+            self._valid_until = sent + self.ttl
+
+    def _renew_scheduled(self) -> bool:
+        """One renewal of the background job: a failure is retried, a loss stops it."""
+        try:
+            self._renew_once()
+        except ClockSkewError as exc:
+            self._lost = str(exc)
+        except Exception:  # retried at the next interval; expiry is the guard
+            pass
+        if self._lost is None:
+            return True
+        minter = self._minter  # not even the rest of this tick: its generators stop at once
+        if minter is not None:
+            minter.halt()
+        return False
+
+
+class _Children:
+    """The leases claimed in processes forked from the one that claimed ``root``: one each.
+
+    Shared by the root and every child lease (a child's generators claim
+    anew, here, once its lease is lost).
+    """
+
+    def __init__(self, root: WorkerLease) -> None:
+        self.root = root
+        self.leases: dict[int, WorkerLease] = {}
+        #: process token -> when a forked child may claim again, the last wait, its error
+        self.retries: dict[int, tuple[float, float, SeqKeysError]] = {}
+
+    def lease_for(self, token: int, clock: Callable[[], int]) -> WorkerLease:
+        """The lease of the process ``token``: the root's own, or one claimed for it."""
+        if token == self.root._token:
+            return self.root
         with _fork.process_lock(_lease_locks):
-            lease = root._children.get(token)
-            if lease is not None and (lease._usable() or lease._closed.is_set()):
+            lease = self.leases.get(token)
+            if lease is not None and (_usable(lease) or lease.closed):
                 return lease  # usable, or closed by the application: it stays closed
-            return root._claim_for_child(token, lease, clock)
+            return self._claim(token, lease, clock)
 
-    @property
-    def _reclaimable(self) -> bool:
-        # A lease claimed implicitly in a forked child: claimed anew once lost.
-        return self._root is not self
-
-    def _claim_for_child(
-        self, token: int, lost: WorkerLease | None, clock: Callable[[], int]
-    ) -> WorkerLease:
+    def _claim(self, token: int, lost: WorkerLease | None, clock: Callable[[], int]) -> WorkerLease:
         """A new lease for the forked process ``token``, in place of ``lost`` (if any)."""
-        retry = self._retries.get(token)
+        retry = self.retries.get(token)
         if retry is not None and time.monotonic() < retry[0]:
             # Not yet: a server that refused a moment ago is not asked again at once.
             last = retry[2]
             raise _child_claim_error(last, retry[0] - time.monotonic(), again=True) from (
                 last.__cause__ or last
             )
+        root = self.root
         floor_ms, lost_worker = -1, None
         if lost is None:
-            self.engine.dispose(close=False)  # SQLAlchemy's rule in a forked child
+            root.engine.dispose(close=False)  # SQLAlchemy's rule in a forked child
         else:
             # Its generators stop first; a claim of the same worker id (its row
             # deleted, or released below) starts past the ids it minted.
             floor_ms, lost_worker = lost._release_mark(), lost._worker_id
             lost.close()
-            del self._children[token]
-        same = {key: getattr(self, key) for key in _SETTINGS}
+            del self.leases[token]
+        lease = WorkerLease(
+            root.engine,
+            table=root.table.name,
+            create_table=False,
+            clock=clock,
+            **{key: getattr(root, key) for key in _SETTINGS},
+        )
+        lease._children = self
         try:
-            lease = WorkerLease(
-                self.engine, table=self.table.name, create_table=False, clock=clock, **same
-            )
+            lease.start()
         except SeqKeysError as exc:
             wait = _RECLAIM_BACKOFF_S[0] if retry is None else retry[1] * 2
             wait = min(wait, _RECLAIM_BACKOFF_S[1])
-            self._retries[token] = (time.monotonic() + wait, wait, exc)
+            self.retries[token] = (time.monotonic() + wait, wait, exc)
             raise _child_claim_error(exc, wait) from (exc.__cause__ or exc)
-        self._retries.pop(token, None)
+        self.retries.pop(token, None)
         if lease._worker_id == lost_worker:
             lease._floor_ms = max(lease._floor_ms, floor_ms)
-        lease._root = self
-        self._children[token] = lease
+        self.leases[token] = lease
         return lease
+
+
+def _usable(lease: WorkerLease) -> bool:
+    """Not lost, not closed, renewed in time, and its generators still on it."""
+    minter = lease._minter
+    return lease.valid and (minter is None or not minter.relinquished())
 
 
 #: the arguments a lease keeps as its attributes
@@ -896,24 +895,32 @@ def _child_claim_error(exc: SeqKeysError, retry_in: float, again: bool = False) 
         return WorkerLeaseDatabaseError(message)
 
 
-class AsyncWorkerLease(_Lease["AsyncEngine"]):
+class AsyncWorkerLease:
     """:class:`WorkerLease` for an :class:`~sqlalchemy.ext.asyncio.AsyncEngine`.
 
-    The same arguments and guarantees. The constructor does no I/O: ``async
+    The same arguments, guarantees and lifecycle, wrapped as ``AsyncEngine``
+    wraps ``Engine``: :attr:`sync_lease` is a :class:`WorkerLease` whose SQL
+    runs in SQLAlchemy's greenlet. The constructor does no I/O: ``async
     with`` (or ``await lease.start()``) claims a worker id, an asyncio task on
     the running loop renews it every ``ttl / 3``, and leaving the block (or
-    ``await lease.close()``) releases it. Nothing blocks the event loop: the
-    SQL runs through ``AsyncConnection.run_sync``, waits are
-    ``asyncio.sleep``. The lease talks to the database on a twin of the
-    engine's pool (``Pool.recreate()``: the same URL, settings and pool
-    events), so a renewal never waits behind the application's requests; it
-    holds one connection, closed by :meth:`close`.
+    ``await lease.close()``) releases it. Nothing blocks the event loop. The
+    lease talks to the database on a twin of the engine's pool
+    (``Pool.recreate()``: the same URL, settings and pool events), so a
+    renewal never waits behind the application's requests; it holds one
+    connection, closed by :meth:`close`.
 
     The renewal task needs the loop to run: a loop blocked for longer than
     the ttl loses the lease, and its generators raise
     :class:`~sqlalchemy_seqkeys.WorkerLeaseLostError`. Generators bound to the
     lease mint from coroutines, from SQLAlchemy's greenlet (column defaults
-    under ``AsyncSession``) and from other threads alike.
+    under ``AsyncSession``) and from other threads alike. A forked child
+    cannot renew its parent's lease: its generators raise
+    :class:`~sqlalchemy_seqkeys.ForkedWorkerError` until bound to one of its own.
+
+    :param engine: an :class:`~sqlalchemy.ext.asyncio.AsyncEngine`.
+    :param kwargs: the keyword arguments of :class:`WorkerLease` (``ttl``,
+        ``table``, ``max_worker_id``, ``create_table``, ``clock``,
+        ``max_skew``, ``max_wait``).
 
     Example (a FastAPI lifespan)::
 
@@ -926,24 +933,26 @@ class AsyncWorkerLease(_Lease["AsyncEngine"]):
                 yield
     """
 
-    @staticmethod
-    def _check_engine(engine: object) -> None:
+    def __init__(self, engine: AsyncEngine, **kwargs: Any) -> None:
         if not _is_async_engine(engine):
             hint = (
                 "for a sync Engine use `with WorkerLease(engine) as lease:`"
                 if isinstance(engine, sa.Engine)
                 else "use sqlalchemy.ext.asyncio.create_async_engine(url)"
             )
-            raise InvalidSnowflakeError(f"engine must be an AsyncEngine, not {engine!r}; {hint}")
-
-    def _open(self) -> None:
-        # No I/O here: `async with` or start() claims.
+            raise InvalidLeaseError(f"engine must be an AsyncEngine, not {engine!r}; {hint}")
+        self.engine = engine
+        #: the :class:`WorkerLease` this one wraps (its SQL runs in the greenlet)
+        self.sync_lease = sync = WorkerLease(engine.sync_engine, **kwargs)
+        sync._kind = "AsyncWorkerLease"
+        sync._extend = self._extend
+        self.ttl, self.max_worker_id, self.max_wait = sync.ttl, sync.max_worker_id, sync.max_wait
+        self.max_skew, self.clock, self.create_table = sync.max_skew, sync.clock, sync.create_table
+        self.table, self.owner = sync.table, sync.owner
         self._db: AsyncEngine | None = None  # the twin pool's engine, while started
         self._own_db = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._renew_lock: asyncio.Lock | None = None
-        self._started = False
+        self._job: Any = None  # the renewal task's Periodic
 
     async def __aenter__(self) -> AsyncWorkerLease:
         return await self.start()
@@ -964,14 +973,13 @@ class AsyncWorkerLease(_Lease["AsyncEngine"]):
             finally:
                 await lease.close()
         """
-        if self._started:
-            raise InvalidSnowflakeError(
-                "this AsyncWorkerLease was started already; a lease is claimed once "
-                "(create another one for another worker id)"
-            )
-        self._started = True
+        import asyncio
+
+        from sqlalchemy.util.concurrency import greenlet_spawn
+
+        sync = self.sync_lease
+        sync._begin_start()
         self._loop = asyncio.get_running_loop()
-        self._renew_lock = asyncio.Lock()
         # The twin pool shares the engine's dialect, which learns the server
         # (schema, version, modes) on the engine's first connection: let that
         # happen on the engine itself, where concurrent first connects wait for it.
@@ -979,110 +987,31 @@ class AsyncWorkerLease(_Lease["AsyncEngine"]):
             async with self.engine.connect():
                 pass
         except _db_errors(self.engine) as exc:
-            self._closed.set()
-            raise self._database_error(exc) from exc
+            sync._closed.set()
+            raise sync._database_error(exc) from exc
         self._db, self._own_db = _twin(self.engine)
+        sync.engine = self._db.sync_engine
+        sync._renew_lock = GreenletLock()
+        sync._sleep = _greenlet_sleep
         try:
-            try:
-                if self.create_table:
-                    async with self._db.begin() as conn:
-                        await conn.run_sync(self.table.create, checkfirst=True)
-                async with self._db.connect() as conn:
-                    await conn.run_sync(self._claim_in)
-            except _db_errors(self.engine) as exc:
-                raise self._database_error(exc) from exc
+            await greenlet_spawn(sync._claim)
         except BaseException:
-            self._closed.set()
-            if self._own_db:
-                await self._db.dispose()
+            await self._dispose()
             raise
-        self._task = self._loop.create_task(
-            self._renew_forever(), name=f"seqkeys-lease-{self.worker_id}"
+        self._job = periodic(
+            self.ttl / 3,
+            sync._renew_scheduled,
+            name=sync._job_name(),
+            loop=self._loop,
+            on_cancel=self.close,
         )
+        self._job.start()
         try:
-            await self._wait_past_floor()
+            await greenlet_spawn(sync._wait_past_floor)
         except BaseException:
             await self.close()
             raise
         return self
-
-    async def _wait_past_floor(self) -> None:
-        deadline = time.monotonic() + self.max_wait
-        while (ahead := self._ahead_of_floor_ms(deadline)) >= 0:
-            await asyncio.sleep(min((ahead + 1) / 1000, 0.05))
-
-    # -- renewing ------------------------------------------------------------------
-
-    async def _renew_once(self, at_least_ms: int = 0) -> None:
-        """Renew the row and move the mark on; raise if the lease is gone."""
-        assert self._renew_lock is not None
-        assert self._db is not None
-        async with self._renew_lock:
-            if (sent := self._renewal_sent(at_least_ms)) is not None:
-                async with self._db.connect() as conn:
-                    await conn.run_sync(self._renew_in, at_least_ms, sent)
-
-    async def _renew_forever(self) -> None:
-        interval = self.ttl / 3
-        try:
-            while True:
-                await asyncio.sleep(interval)
-                with self._scheduled_renewal():
-                    await self._renew_once()
-                if self._lost is not None:
-                    return
-        except asyncio.CancelledError:
-            if not self._closed.is_set():
-                # Cancelled with the lease open: the loop is shutting down
-                # (asyncio.run cancels every task). Close as `async with` would.
-                await self.close()
-            raise
-
-    def _extend_mark(self, until_ms: int) -> None:
-        # A generator reached the mark while the lease is valid: its clock
-        # jumped forward. The renewal must commit before it mints on.
-        loop = self._loop
-        assert loop is not None
-        running = _aio.on_loop()
-        try:
-            if running is loop:
-                if not _aio.in_greenlet():
-                    # Straight from a coroutine: a database round trip cannot be
-                    # awaited here. Start it; the caller may try again.
-                    self._extend_later(until_ms)
-                    raise ClockSkewError(
-                        f"this host's clock jumped past the high-water mark of the lease on "
-                        f"worker id {self.worker_id} ({until_ms - self._mark_ms} ms past it); "
-                        "the lease is extending it now, so retry in a moment. A Snowflake "
-                        "called from a coroutine cannot wait for the database without "
-                        "blocking the loop; as a column default under AsyncSession it waits "
-                        "by itself"
-                    )
-                _aio.await_(self._renew_once(at_least_ms=until_ms))
-            elif loop.is_closed():
-                raise self._lost_error()
-            else:  # another thread: wait for the lease's loop to renew
-                asyncio.run_coroutine_threadsafe(
-                    self._renew_once(at_least_ms=until_ms), loop
-                ).result(timeout=self.ttl)
-        except SeqKeysError:
-            raise
-        except Exception as exc:
-            raise WorkerLeaseLostError(
-                f"the lease on worker id {self.worker_id} could not be renewed to mint past "
-                f"{until_ms} Unix ms (the database did not answer: {exc!r}); minting on "
-                "could duplicate another process's ids. Take a new AsyncWorkerLease"
-            ) from exc
-        self._assert_held()
-
-    def _extend_later(self, until_ms: int) -> None:
-        async def extend() -> None:
-            with contextlib.suppress(Exception):  # the renewal task retries anyway
-                await self._renew_once(at_least_ms=until_ms)
-
-        task = asyncio.get_running_loop().create_task(extend())
-        _extensions.add(task)  # asyncio keeps weak references to tasks
-        task.add_done_callback(_extensions.discard)
 
     async def close(self) -> None:
         """Stop renewing and release the id, keeping the row's high-water mark.
@@ -1093,59 +1022,142 @@ class AsyncWorkerLease(_Lease["AsyncEngine"]):
 
             await lease.close()
         """
-        if self._closed.is_set() or not self._in_owner_process():
+        from sqlalchemy.util.concurrency import greenlet_spawn
+
+        sync = self.sync_lease
+        if sync.closed or not sync._in_owner_process():
             return  # closed, or a forked child's copy: the parent owns the row
-        self._closed.set()
-        self._valid_until = 0.0
-        if self._db is None:
-            return  # never started
-        db = self._db
+        if self._job is not None:
+            await self._job.stop_async()
         try:
-            task = self._task
-            if task is not None and task is not asyncio.current_task() and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            if self._worker_id is not None:
-                mark = self._release_mark()
-                assert self._renew_lock is not None
-                try:
-                    async with self._renew_lock:
-                        await self._release(db, mark)
-                except _db_errors(self.engine) as exc:
-                    self._release_failed(exc)
+            if self._db is None:
+                sync.close()  # never started: no I/O
+            else:
+                await greenlet_spawn(sync.close)
         finally:
-            if self._own_db:
-                await db.dispose()
+            await self._dispose()
 
     #: ``contextlib.aclosing`` calls it
     aclose = close
 
-    async def _release(self, db: AsyncEngine, mark: int) -> None:
-        # As WorkerLease._release: a connection dropped in the pool is replaced once.
-        for attempt in (1, 2):
-            async with db.connect() as conn:
-                try:
-                    await conn.run_sync(self._release_in, mark)
-                    return
-                except _db_errors(self.engine) as exc:
-                    if attempt == 2 or not _is_disconnect(conn.sync_connection, exc):  # type: ignore[arg-type]
-                        raise
-                    await conn.invalidate()
+    async def _dispose(self) -> None:
+        if self._own_db and self._db is not None:
+            self._own_db = False
+            await self._db.dispose()
 
-    def _in_this_process(self, clock: Callable[[], int]) -> _Lease[Any]:
-        if self._in_owner_process():
-            return self
-        raise ForkedWorkerError(
-            f"this process was forked from the one that holds AsyncWorkerLease worker id "
-            f"{self._worker_id}, whose renewals run on the parent's event loop; claim a "
-            "lease in this process and bind the generator to it: "
-            "`async with AsyncWorkerLease(engine) as lease: ids.bind(lease)`"
+    def _extend(self, until_ms: int) -> None:
+        # A generator reached the mark while the lease is valid: its clock
+        # jumped forward. The renewal must commit before it mints on.
+        import asyncio
+
+        from sqlalchemy.util.concurrency import greenlet_spawn
+
+        from ._aio import in_greenlet, on_loop
+
+        sync, loop = self.sync_lease, self._loop
+        assert loop is not None
+        if on_loop() is loop:
+            if in_greenlet():
+                sync._renew_once(until_ms)  # in SQLAlchemy's greenlet: the SQL awaits
+                return
+            # Straight from a coroutine: a database round trip cannot be awaited
+            # here. Start it; the caller may try again.
+            task = loop.create_task(greenlet_spawn(_try_renew, sync, until_ms))
+            _extensions.add(task)  # asyncio keeps weak references to tasks
+            task.add_done_callback(_extensions.discard)
+            raise ClockSkewError(
+                f"this host's clock jumped past the high-water mark of the lease on worker id "
+                f"{sync._worker_id} ({until_ms - sync._mark_ms} ms past it); the lease is "
+                "extending it now, so retry in a moment. A Snowflake called from a coroutine "
+                "cannot wait for the database without blocking the loop; as a column default "
+                "under AsyncSession it waits by itself"
+            )
+        if loop.is_closed():
+            raise sync._lost_error()
+        # another thread: the lease's loop renews
+        asyncio.run_coroutine_threadsafe(greenlet_spawn(sync._renew_once, until_ms), loop).result(
+            timeout=self.ttl
         )
+
+    # -- the lease's state and the Lease protocol: the sync lease's ------------------
+
+    @property
+    def worker_id(self) -> int:
+        """The worker id this lease holds (raises WorkerIdNotBoundError before start)."""
+        return self.sync_lease.worker_id
+
+    @property
+    def valid(self) -> bool:
+        """True while the lease is certainly ours: renewed in time and not closed."""
+        return self.sync_lease.valid
+
+    def check(self) -> int:
+        """Return the worker id, or raise WorkerLeaseLostError if the lease may be gone.
+
+        Example::
+
+            lease.check()   # 5
+        """
+        return self.sync_lease.check()
+
+    @property
+    def floor_ms(self) -> int:
+        """The previous holder's high-water mark (Unix ms)."""
+        return self.sync_lease.floor_ms
+
+    @property
+    def mark_ms(self) -> int:
+        """This holder's high-water mark (Unix ms)."""
+        return self.sync_lease.mark_ms
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self.sync_lease.closed
+
+    @property
+    def reclaimable(self) -> bool:
+        """False: a forked child binds a lease of its own."""
+        return False
+
+    def assert_held(self) -> None:
+        """Raise unless the lease is certainly ours."""
+        self.sync_lease.assert_held()
+
+    def extend_mark(self, until_ms: int) -> None:
+        """Move the mark past ``until_ms`` now."""
+        self.sync_lease.extend_mark(until_ms)
+
+    def bind_minter(self, make: Callable[[_M | None], _M]) -> _M:
+        """Under the lease's lock, the minter every generator bound to it shares."""
+        return self.sync_lease.bind_minter(make)
+
+    def in_this_process(self, clock: Callable[[], int]) -> Lease:
+        """This lease in the process that claimed it; raises ForkedWorkerError in a fork."""
+        self.sync_lease.in_this_process(clock)
+        return self
+
+    def __repr__(self) -> str:
+        return repr(self.sync_lease)
+
+
+def _try_renew(lease: WorkerLease, until_ms: int) -> None:
+    # An extension started from a coroutine: the renewal job retries anyway.
+    with contextlib.suppress(Exception):
+        lease._renew_once(until_ms)
+
+
+def _greenlet_sleep(seconds: float) -> None:
+    # Inside SQLAlchemy's greenlet: the loop runs on while this waits.
+    import asyncio
+
+    from ._aio import await_
+
+    await_(asyncio.sleep(seconds))
 
 
 #: extensions started from coroutines (asyncio keeps only weak references to tasks)
-_extensions: set[asyncio.Task[None]] = set()
+_extensions: set[asyncio.Task[Any]] = set()
 
 
 def _standalone(conn: sa.Connection) -> sa.Connection:

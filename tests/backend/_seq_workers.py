@@ -96,7 +96,7 @@ def claim_and_hold(url: str, max_worker_id: int, hold_seconds: float) -> int | N
 
     engine = sa.create_engine(url)
     try:
-        lease = WorkerLease(engine, ttl=30, max_worker_id=max_worker_id, create_table=False)
+        lease = WorkerLease(engine, ttl=30, max_worker_id=max_worker_id, create_table=False).start()
     except NoWorkerIdError:
         engine.dispose()
         return None

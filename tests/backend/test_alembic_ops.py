@@ -218,7 +218,7 @@ def test_an_old_lease_table_is_upgraded(op: Operations, engine: Engine) -> None:
         LeaseTableOutdatedError,
         match=r"op\.upgrade_worker_lease_table\(table='seqkeys_ops_workers'\)",
     ):
-        WorkerLease(engine, ttl=10, table=WORKERS, create_table=False)
+        WorkerLease(engine, ttl=10, table=WORKERS, create_table=False).start()
 
     # autogenerate proposes the operation, not a NOT NULL add_column without a default
     models = sa.MetaData()

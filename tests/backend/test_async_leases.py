@@ -385,7 +385,7 @@ def server_db(request: pytest.FixtureRequest, engines: Any) -> Iterator[AsyncDat
 def test_processes_racing_for_the_last_free_ids(server_db: AsyncDatabase, tmp_path: Path) -> None:
     # Six processes, each on its own event loop, claim at one moment and hold
     # until all six have tried: exactly the three free ids are won.
-    sync_held = [WorkerLease(server_db.sync, ttl=30, max_worker_id=7) for _ in range(5)]
+    sync_held = [WorkerLease(server_db.sync, ttl=30, max_worker_id=7).start() for _ in range(5)]
     url = server_db.url.render_as_string(hide_password=False)
     go, done = tmp_path / "go", tmp_path / "done"
     done.mkdir()

@@ -69,7 +69,7 @@ def test_leased_snowflake_keys_round_trip(engine: Engine) -> None:
     workers_table(metadata, "seqkeys_orm_workers")
     metadata.drop_all(engine)
     metadata.create_all(engine)
-    lease = WorkerLease(engine, ttl=10, table="seqkeys_orm_workers", create_table=False)
+    lease = WorkerLease(engine, ttl=10, table="seqkeys_orm_workers", create_table=False).start()
     ids = Snowflake(worker_id=lease)
 
     class Base(DeclarativeBase):

@@ -47,12 +47,12 @@ def lease_engine(engine: Engine) -> Iterator[Engine]:
 
 
 def test_leases_are_exclusive_and_released(lease_engine: Engine) -> None:
-    leases = [WorkerLease(lease_engine, ttl=10, max_worker_id=2) for _ in range(3)]
+    leases = [WorkerLease(lease_engine, ttl=10, max_worker_id=2).start() for _ in range(3)]
     assert sorted(lease.worker_id for lease in leases) == [0, 1, 2]
     with pytest.raises(NoWorkerIdError, match="all 3 worker ids"):
-        WorkerLease(lease_engine, ttl=10, max_worker_id=2)
+        WorkerLease(lease_engine, ttl=10, max_worker_id=2).start()
     leases[1].close()
-    again = WorkerLease(lease_engine, ttl=10, max_worker_id=2)
+    again = WorkerLease(lease_engine, ttl=10, max_worker_id=2).start()
     assert again.worker_id == leases[1].worker_id
     ids = Snowflake(worker_id=again)
     assert ids.decode(ids()).worker_id == again.worker_id
@@ -64,14 +64,14 @@ def test_leases_are_exclusive_and_released(lease_engine: Engine) -> None:
 
 def test_expired_lease_is_reclaimed_and_its_generator_stops(lease_engine: Engine) -> None:
     ttl = _short_ttl(lease_engine)
-    crashed = WorkerLease(lease_engine, ttl=ttl, max_worker_id=0)
+    crashed = WorkerLease(lease_engine, ttl=ttl, max_worker_id=0).start()
     ids = Snowflake(worker_id=crashed)
     ids()
     crashed._closed.set()  # the process "dies": no more renewals, the row stays
     with pytest.raises(NoWorkerIdError):
-        WorkerLease(lease_engine, ttl=ttl, max_worker_id=0)  # still live for up to a ttl
+        WorkerLease(lease_engine, ttl=ttl, max_worker_id=0).start()  # still live for up to a ttl
     time.sleep(ttl + 0.3)
-    successor = WorkerLease(lease_engine, ttl=10, max_worker_id=0)
+    successor = WorkerLease(lease_engine, ttl=10, max_worker_id=0).start()
     assert successor.worker_id == 0  # reclaimed after expiry
     with pytest.raises(WorkerLeaseLostError):
         ids()  # the old holder refuses to mint with an id someone else may hold
@@ -86,7 +86,7 @@ def _short_ttl(engine: Engine) -> float:
 
 def test_a_lease_that_cannot_be_renewed_stops_minting(lease_engine: Engine) -> None:
     ttl = _short_ttl(lease_engine)
-    lease = WorkerLease(lease_engine, ttl=ttl, max_worker_id=5)
+    lease = WorkerLease(lease_engine, ttl=ttl, max_worker_id=5).start()
     ids = Snowflake(worker_id=lease)
 
     def database_unreachable(at_least_ms: int = 0) -> None:
@@ -102,12 +102,12 @@ def test_a_lease_that_cannot_be_renewed_stops_minting(lease_engine: Engine) -> N
 
 def test_renewal_keeps_a_lease_alive_past_its_ttl(lease_engine: Engine) -> None:
     ttl = _short_ttl(lease_engine)
-    lease = WorkerLease(lease_engine, ttl=ttl, max_worker_id=0)
+    lease = WorkerLease(lease_engine, ttl=ttl, max_worker_id=0).start()
     ids = Snowflake(worker_id=lease)
     time.sleep(ttl * 1.5)  # renewed every third of the ttl
     assert ids() > 0
     with pytest.raises(NoWorkerIdError):
-        WorkerLease(lease_engine, ttl=ttl, max_worker_id=0)
+        WorkerLease(lease_engine, ttl=ttl, max_worker_id=0).start()
     lease.close()
 
 
@@ -121,7 +121,7 @@ def test_rebinding_to_a_new_lease_while_threads_mint(lease_engine: Engine) -> No
     """
     ids = Snowflake()  # in the models module
     ttl = _short_ttl(lease_engine)
-    first = WorkerLease(lease_engine, ttl=ttl, max_worker_id=0)
+    first = WorkerLease(lease_engine, ttl=ttl, max_worker_id=0).start()
     ids.bind(first)  # in the app factory / worker_process_init
     stop = threading.Event()
     refused: list[int] = []
@@ -143,7 +143,7 @@ def test_rebinding_to_a_new_lease_while_threads_mint(lease_engine: Engine) -> No
     time.sleep(0.2)
     first._closed.set()  # its renewals stop; its row stays until it expires
     time.sleep(ttl + 0.3)
-    second = WorkerLease(lease_engine, ttl=10, max_worker_id=0)
+    second = WorkerLease(lease_engine, ttl=10, max_worker_id=0).start()
     assert second.worker_id == first.worker_id  # the same id, taken over after expiry
     ids.bind(second)
     time.sleep(0.2)
@@ -172,7 +172,7 @@ def _ms_of(ids: Snowflake, value: int) -> int:
 
 
 def test_close_releases_the_row_and_keeps_its_high_water_mark(lease_engine: Engine) -> None:
-    lease = WorkerLease(lease_engine, ttl=10, max_worker_id=3)
+    lease = WorkerLease(lease_engine, ttl=10, max_worker_id=3).start()
     ids = Snowflake(worker_id=lease)
     assert _row(lease_engine, lease.worker_id).high_water_ms >= time.time_ns() // 1_000_000 + 9000
     minted = [ids() for _ in range(1000)]
@@ -181,14 +181,14 @@ def test_close_releases_the_row_and_keeps_its_high_water_mark(lease_engine: Engi
     assert row.expires_at == 0  # released, not deleted
     # lowered to the last millisecond actually minted, which the next holder must pass
     assert row.high_water_ms == _ms_of(ids, max(minted))
-    again = WorkerLease(lease_engine, ttl=10, max_worker_id=3)
+    again = WorkerLease(lease_engine, ttl=10, max_worker_id=3).start()
     assert again.worker_id == lease.worker_id
     assert min(Snowflake(worker_id=again)() for _ in range(10)) > max(minted)
     again.close()
 
 
 def test_renewal_moves_the_high_water_mark_on(lease_engine: Engine) -> None:
-    lease = WorkerLease(lease_engine, ttl=_short_ttl(lease_engine), max_worker_id=0)
+    lease = WorkerLease(lease_engine, ttl=_short_ttl(lease_engine), max_worker_id=0).start()
     first = _row(lease_engine, 0).high_water_ms
     deadline = time.monotonic() + 10  # renewed every third of the ttl: well before this
     while _row(lease_engine, 0).high_water_ms <= first and time.monotonic() < deadline:
@@ -199,7 +199,7 @@ def test_renewal_moves_the_high_water_mark_on(lease_engine: Engine) -> None:
 
 
 def test_generators_bound_to_one_lease_share_its_sequence(lease_engine: Engine) -> None:
-    lease = WorkerLease(lease_engine, ttl=10, max_worker_id=3)
+    lease = WorkerLease(lease_engine, ttl=10, max_worker_id=3).start()
     a, b = Snowflake(worker_id=lease), Snowflake(worker_id=lease, transform=rotate_digits)
     minted = [v for out in in_threads(lambda: (a(), unrotate_digits(b())), 4, 5000) for v in out]
     every = [v for pair in minted for v in pair]
@@ -216,34 +216,34 @@ def test_generators_bound_to_one_lease_share_its_sequence(lease_engine: Engine) 
 def test_a_clock_far_from_the_servers_is_refused(lease_engine: Engine) -> None:
     hour_ahead = _lease_procs.shifted_clock(3_600_000)
     with pytest.raises(ClockSkewError, match=r"\+3[56]\d\d\.\d+ s from the database server's"):
-        WorkerLease(lease_engine, ttl=10, clock=hour_ahead)
+        WorkerLease(lease_engine, ttl=10, clock=hour_ahead).start()
     t = workers_table(sa.MetaData())
     with lease_engine.connect() as conn:
         assert conn.scalar(sa.select(sa.func.count()).select_from(t)) == 0  # nothing claimed
-    lease = WorkerLease(lease_engine, ttl=10, clock=hour_ahead, max_skew=3700)
+    lease = WorkerLease(lease_engine, ttl=10, clock=hour_ahead, max_skew=3700).start()
     lease.close()
 
 
 def test_the_next_holder_waits_for_its_clock_then_names_the_skew(lease_engine: Engine) -> None:
-    first = WorkerLease(lease_engine, ttl=10, max_worker_id=0, max_skew=10)
+    first = WorkerLease(lease_engine, ttl=10, max_worker_id=0, max_skew=10).start()
     ahead = Snowflake(worker_id=first, clock=_lease_procs.shifted_clock(3000))
     minted = [ahead() for _ in range(100)]
     first.close()
     with pytest.raises(ClockSkewError, match=r"ids reach \d+ ms past this host's clock") as info:
-        WorkerLease(lease_engine, ttl=10, max_worker_id=0, max_wait=0.3)
+        WorkerLease(lease_engine, ttl=10, max_worker_id=0, max_wait=0.3).start()
     assert "max_wait=0.3 s" in str(info.value)
     # nothing was minted, and the row still holds the first holder's mark
     row = _row(lease_engine, 0)
     assert row.expires_at == 0
     assert row.high_water_ms == _ms_of(ahead, max(minted))
-    patient = WorkerLease(lease_engine, ttl=10, max_worker_id=0, max_wait=10)  # waits ~3 s
+    patient = WorkerLease(lease_engine, ttl=10, max_worker_id=0, max_wait=10).start()  # waits ~3 s
     assert Snowflake(worker_id=patient)() > max(minted)
     patient.close()
 
 
 def test_a_clock_that_jumps_forward_extends_the_mark_at_once(lease_engine: Engine) -> None:
     jump = [0]
-    lease = WorkerLease(lease_engine, ttl=2, max_worker_id=0, max_skew=30)
+    lease = WorkerLease(lease_engine, ttl=2, max_worker_id=0, max_skew=30).start()
     ids = Snowflake(worker_id=lease, clock=lambda: time.time_ns() + jump[0])
     before = ids()
     jump[0] = 20 * 1_000_000_000  # 20 s: ten ttls past the mark
@@ -265,7 +265,7 @@ def test_an_old_lease_table_is_named_with_its_fix(lease_engine: Engine) -> None:
     old.create(lease_engine)
     try:
         with pytest.raises(LeaseTableOutdatedError, match="has no 'high_water_ms' column") as info:
-            WorkerLease(lease_engine, ttl=10)
+            WorkerLease(lease_engine, ttl=10).start()
         assert "op.upgrade_worker_lease_table()" in str(info.value)
     finally:
         old.drop(lease_engine)
@@ -284,7 +284,7 @@ def test_processes_racing_for_the_last_free_ids(
 ) -> None:
     # Six processes claim at one moment and hold until all six have tried, so
     # every claim overlaps every other: exactly the three free ids are won.
-    held = [WorkerLease(server_lease_engine, ttl=30, max_worker_id=7) for _ in range(5)]
+    held = [WorkerLease(server_lease_engine, ttl=30, max_worker_id=7).start() for _ in range(5)]
     url = server_lease_engine.url.render_as_string(hide_password=False)
     go, done = tmp_path / "go", tmp_path / "done"
     done.mkdir()
@@ -316,7 +316,7 @@ def test_processes_racing_for_the_last_free_ids(
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
 def test_forked_child_leases_its_own_worker_id(server_lease_engine: Engine) -> None:
     engine = sa.create_engine(server_lease_engine.url)
-    lease = WorkerLease(engine, ttl=10, max_worker_id=15)
+    lease = WorkerLease(engine, ttl=10, max_worker_id=15).start()
     ids = Snowflake(worker_id=lease)
     parent_first = ids()
 
@@ -350,7 +350,7 @@ def test_a_claim_the_database_refuses_is_a_seqkeys_error(lease_engine: Engine) -
     engine = _unknown_database(lease_engine)
     try:
         with pytest.raises(WorkerLeaseDatabaseError, match="could not claim a worker id") as info:
-            WorkerLease(engine, ttl=10)
+            WorkerLease(engine, ttl=10).start()
     finally:
         engine.dispose()
     assert "then claim again" in str(info.value)
@@ -411,7 +411,7 @@ def test_close_on_a_connection_the_server_dropped_releases_on_a_new_one(
     server_lease_engine: Engine,
 ) -> None:
     engine = sa.create_engine(server_lease_engine.url, pool_size=1, max_overflow=0)
-    lease = WorkerLease(engine, ttl=10, max_worker_id=3)
+    lease = WorkerLease(engine, ttl=10, max_worker_id=3).start()
     ids = Snowflake(worker_id=lease)
     ids()
     with server_lease_engine.connect() as admin:
@@ -425,7 +425,7 @@ def test_a_close_that_cannot_reach_the_server_closes_here_and_says_so(
     pg_lease_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     engine = sa.create_engine(pg_lease_url, pool_size=1, max_overflow=0)
-    lease = WorkerLease(engine, ttl=10, max_worker_id=3)
+    lease = WorkerLease(engine, ttl=10, max_worker_id=3).start()
     ids = Snowflake(worker_id=lease)
     last = ids()
     with _refusing_connections(pg_lease_url) as admin:
@@ -435,7 +435,8 @@ def test_a_close_that_cannot_reach_the_server_closes_here_and_says_so(
     assert "could not release worker id" in caplog.text
     assert "expires by itself at most ttl=10 s" in caplog.text
     assert not lease.valid
-    assert not lease._thread.is_alive()
+    renewal = f"seqkeys-lease-{lease.worker_id}-{lease.owner[:8]}"  # the renewal thread's name
+    assert not any(t.name == renewal and t.is_alive() for t in threading.enumerate())
     with pytest.raises(WorkerLeaseLostError, match="it was closed"):
         ids()
     row = _row(engine, lease.worker_id)
@@ -450,7 +451,7 @@ def test_a_forked_child_whose_claim_is_refused_raises_then_claims_again(
     pg_lease_url: str,
 ) -> None:
     engine = sa.create_engine(pg_lease_url)
-    lease = WorkerLease(engine, ttl=10, max_worker_id=15)
+    lease = WorkerLease(engine, ttl=10, max_worker_id=15).start()
     ids = Snowflake(worker_id=lease)
     ids()
 
@@ -500,7 +501,7 @@ def test_a_forked_childs_lost_lease_is_claimed_anew(
 ) -> None:
     """The child's implicit lease is lost: its next id raises once, then it leases anew."""
     engine = sa.create_engine(server_lease_engine.url)
-    lease = WorkerLease(engine, ttl=1.0, max_worker_id=15)
+    lease = WorkerLease(engine, ttl=1.0, max_worker_id=15).start()
     ids = Snowflake(worker_id=lease)
     parent = [ids() for _ in range(1000)]
     url = server_lease_engine.url

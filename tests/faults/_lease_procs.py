@@ -47,7 +47,7 @@ def claim(engine: sa.Engine, ttl: float, timeout: float = 20.0) -> WorkerLease:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return WorkerLease(engine, ttl=ttl, max_worker_id=0, create_table=False)
+            return WorkerLease(engine, ttl=ttl, max_worker_id=0, create_table=False).start()
         except NoWorkerIdError:
             if time.monotonic() > deadline:
                 raise
@@ -100,7 +100,7 @@ def freeze(url: str, ttl: float, out_path: str, where: str = "clock") -> None:
     that checks first (the race that let a woken holder mint a successor's ids).
     """
     engine = sa.create_engine(url)
-    lease = WorkerLease(engine, ttl=ttl, max_worker_id=0, create_table=False)
+    lease = WorkerLease(engine, ttl=ttl, max_worker_id=0, create_table=False).start()
     calls = 0
     woke_at: list[float] = []
     if where == "renewal":
@@ -140,7 +140,7 @@ def successor(url: str, ttl: float, out_path: str, stop_path: str) -> None:
 def hold_until_killed(url: str, ttl: float, offset_ms: float, out_path: str) -> None:
     """Hold worker id 0 with a clock ``offset_ms`` ahead; write each id as minted (SIGKILL me)."""
     engine = sa.create_engine(url)
-    lease = WorkerLease(engine, ttl=ttl, max_worker_id=0, create_table=False)
+    lease = WorkerLease(engine, ttl=ttl, max_worker_id=0, create_table=False).start()
     ids = Snowflake(worker_id=lease, clock=shifted_clock(offset_ms))
     fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.write(fd, f"{ids()}\n".encode())
@@ -161,7 +161,7 @@ def race(url: str, max_worker_id: int, out_path: str, go_path: str, done_dir: st
     try:
         lease: WorkerLease | None = WorkerLease(
             engine, ttl=30, max_worker_id=max_worker_id, create_table=False
-        )
+        ).start()
     except NoWorkerIdError:
         lease = None
     Path(out_path).write_text("none\n" if lease is None else f"{lease.worker_id}\n")

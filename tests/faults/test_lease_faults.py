@@ -187,7 +187,7 @@ def test_a_holder_frozen_past_its_ttl_raises_instead_of_minting(
 def test_clean_handover_from_a_holder_whose_clock_runs_ahead(
     lease_engine: Engine, ahead_ms: float
 ) -> None:
-    first = WorkerLease(lease_engine, ttl=TTL, max_worker_id=0)
+    first = WorkerLease(lease_engine, ttl=TTL, max_worker_id=0).start()
     ahead = Snowflake(worker_id=first, clock=shifted_clock(ahead_ms))
     held: list[int] = []
     until = time.monotonic() + 0.3
@@ -195,7 +195,7 @@ def test_clean_handover_from_a_holder_whose_clock_runs_ahead(
     first.close()
 
     # The lowest free id is the one just released: taken at once.
-    second = WorkerLease(lease_engine, ttl=TTL, max_worker_id=0)
+    second = WorkerLease(lease_engine, ttl=TTL, max_worker_id=0).start()
     assert second.worker_id == first.worker_id
     ids = Snowflake(worker_id=second)
     minted: list[int] = []
@@ -290,10 +290,10 @@ def test_a_live_lease_is_not_taken_in_the_repeated_hour(
     holder_engine = _engine_at(private_mariadb_url, held_at)
     taker_engine = _engine_at(private_mariadb_url, asked_at)
     workers_table(sa.MetaData()).drop(holder_engine, checkfirst=True)
-    holder = WorkerLease(holder_engine, ttl=30, max_worker_id=0, clock=_frozen(held_at))
+    holder = WorkerLease(holder_engine, ttl=30, max_worker_id=0, clock=_frozen(held_at)).start()
     try:
         with pytest.raises(NoWorkerIdError, match="leased by live processes"):
-            WorkerLease(taker_engine, ttl=30, max_worker_id=0, clock=_frozen(asked_at))
+            WorkerLease(taker_engine, ttl=30, max_worker_id=0, clock=_frozen(asked_at)).start()
     finally:
         holder.close()
         workers_table(sa.MetaData()).drop(holder_engine, checkfirst=True)

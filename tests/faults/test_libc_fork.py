@@ -244,7 +244,7 @@ def test_a_leasing_process_forked_from_c_with_after_fork_never_hangs_a_child(
     """200 children of a process renewing a 0.3 s lease, each leasing its own worker id."""
     with fresh_table(pg, workers_table):
         engine = sa.create_engine(pg.url)
-        lease = WorkerLease(engine, ttl=0.3, max_worker_id=1023)
+        lease = WorkerLease(engine, ttl=0.3, max_worker_id=1023).start()
         ids = Snowflake(worker_id=lease)
 
         def mint() -> int:
@@ -320,7 +320,7 @@ def test_without_after_fork_cpython_can_hang_the_child(
         lease: WorkerLease | None = None
         sequence: TableSequence | None = None
         if thread == "a lease's renewal":
-            lease = WorkerLease(engine, ttl=0.3)
+            lease = WorkerLease(engine, ttl=0.3).start()
         elif thread == "async_batch refills":
             create_table_sequence(engine, "refilled")
             sequence = TableSequence(

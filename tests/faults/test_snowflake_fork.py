@@ -119,7 +119,7 @@ def test_a_child_with_threads_leases_exactly_one_worker_id(fork: str, lease_engi
     # Two generators bound to one lease, four threads of the child minting from
     # both at the same moment: one new lease, shared by all of them.
     engine = sa.create_engine(lease_engine.url)
-    lease = WorkerLease(engine, ttl=10, max_worker_id=15)
+    lease = WorkerLease(engine, ttl=10, max_worker_id=15).start()
     a, b = Snowflake(worker_id=lease), Snowflake(worker_id=lease)
     parent = [a(), b()]
 
@@ -164,7 +164,7 @@ def test_a_libc_forked_child_leases_its_own_worker_id_and_shares_no_id(
     lease_engine: Engine,
 ) -> None:
     engine = sa.create_engine(lease_engine.url)
-    lease = WorkerLease(engine, ttl=10, max_worker_id=15)
+    lease = WorkerLease(engine, ttl=10, max_worker_id=15).start()
     ids = Snowflake(worker_id=lease)
     parent = [ids()]
 
@@ -252,7 +252,7 @@ def test_a_libc_forked_child_waits_on_no_lock_a_parents_thread_held(
     refused the parent's lease for a new generator, and closes its copy of the parent's
     lease (a shutdown hook would), without waiting."""
     engine = sa.create_engine(lease_engine.url)
-    lease = WorkerLease(engine, ttl=10, max_worker_id=15)
+    lease = WorkerLease(engine, ttl=10, max_worker_id=15).start()
     ids = Snowflake(worker_id=lease)
     ids()
     held = [lease._closed._cond, lease._bind_lock, lease._renew_lock]  # type: ignore[attr-defined]

@@ -286,7 +286,7 @@ def _mint(layout: object = None, **kw: Any) -> Any:
 
 
 def _lease(**kw: Any) -> sk.WorkerLease:
-    return sk.WorkerLease(ENGINE, **kw)
+    return sk.WorkerLease(ENGINE, **kw).start()
 
 
 def _lease_and_close(**kw: Any) -> int:

@@ -1,0 +1,207 @@
+"""One way to run a job in the background: every ``interval`` seconds, until it says stop.
+
+A sync worker lease renews from a daemon thread, an async one from an
+asyncio task that runs the same sync job in SQLAlchemy's greenlet (so its SQL
+goes through the async driver and never blocks the loop). Both are a
+:class:`Periodic`; :func:`periodic` picks one. Fork-aware: a forked child has
+none of its parent's threads or loops, and a copy inherited there never runs.
+See docs/strategies/snowflake.md ("Leased worker ids").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import _fork
+
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = ["GreenletLock", "Periodic", "periodic"]
+
+#: the job: runs once per interval; returns False to stop for good
+Job = Callable[[], bool]
+
+
+class Periodic(Protocol):
+    """A job run every ``interval`` seconds in the background, once started."""
+
+    def start(self) -> None:
+        """Begin running the job (the first run is one interval from now)."""
+
+    def stop(self) -> None:
+        """Run the job no more; returns at once (a run under way finishes)."""
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for a run under way to finish (sync only)."""
+
+
+class _ThreadPeriodic:
+    """The job on a daemon thread."""
+
+    __slots__ = ("__weakref__", "_interval", "_job", "_name", "_stopped", "_thread")
+
+    def __init__(self, interval: float, job: Job, name: str) -> None:
+        self._interval = interval
+        self._job = job
+        self._name = name
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        _fork.register(self)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        stopped = self._stopped
+        while not stopped.wait(self._interval):
+            if not self._job():
+                return
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def join(self, timeout: float) -> None:
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _after_fork_in_child(self) -> None:
+        # The thread does not exist here, and the Event's lock may have been
+        # held by it at the fork: a new one, set.
+        self._stopped = threading.Event()
+        self._stopped.set()
+        self._thread = None
+
+
+class _TaskPeriodic:
+    """The job in SQLAlchemy's greenlet, from an asyncio task of ``loop``.
+
+    ``on_cancel`` runs when the task is cancelled while not stopped: the loop
+    is shutting down (``asyncio.run`` cancels every task).
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_interval",
+        "_job",
+        "_loop",
+        "_name",
+        "_on_cancel",
+        "_stopped",
+        "_task",
+    )
+
+    def __init__(
+        self,
+        interval: float,
+        job: Job,
+        name: str,
+        loop: asyncio.AbstractEventLoop,
+        on_cancel: Callable[[], Coroutine[Any, Any, None]] | None,
+    ) -> None:
+        self._interval = interval
+        self._job = job
+        self._name = name
+        self._loop = loop
+        self._on_cancel = on_cancel
+        self._stopped = False
+        self._task: asyncio.Task[None] | None = None
+        _fork.register(self)
+
+    def start(self) -> None:
+        self._task = self._loop.create_task(self._run(), name=self._name)
+
+    async def _run(self) -> None:
+        import asyncio
+
+        from sqlalchemy.util.concurrency import greenlet_spawn
+
+        try:
+            while True:
+                await asyncio.sleep(self._interval)
+                if self._stopped or not await greenlet_spawn(self._job):
+                    return
+        except asyncio.CancelledError:
+            if not self._stopped and self._on_cancel is not None:
+                self._stopped = True
+                await self._on_cancel()
+            raise
+
+    def stop(self) -> None:
+        self._stopped = True
+        task = self._task
+        if task is not None and not task.done() and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(task.cancel)
+
+    def join(self, timeout: float) -> None:
+        pass  # the loop's own: see stop_async
+
+    async def stop_async(self) -> None:
+        """Cancel the task and wait for it (unless called from it)."""
+        import asyncio
+
+        self._stopped = True
+        task = self._task
+        if task is None or task is asyncio.current_task() or task.done():
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    def _after_fork_in_child(self) -> None:
+        # The parent's loop and task are not this process's.
+        self._stopped = True
+        self._task = None
+
+
+def periodic(
+    interval: float,
+    job: Job,
+    *,
+    name: str,
+    loop: asyncio.AbstractEventLoop | None = None,
+    on_cancel: Callable[[], Coroutine[Any, Any, None]] | None = None,
+) -> _ThreadPeriodic | _TaskPeriodic:
+    """``job`` every ``interval`` seconds: on a daemon thread, or as a task of ``loop``.
+
+    :param interval: seconds between runs; the first run is one interval after start.
+    :param job: a sync callable; it returns False to stop. With ``loop`` it
+        runs in SQLAlchemy's greenlet on the loop's thread, so its SQL on an
+        ``AsyncEngine``'s ``sync_engine`` awaits the driver.
+    :param name: the thread's or task's name.
+    :param loop: the running loop for a task; None for a thread.
+    :param on_cancel: with ``loop``, awaited when the task is cancelled unstopped.
+    """
+    if loop is None:
+        return _ThreadPeriodic(interval, job, name)
+    return _TaskPeriodic(interval, job, name, loop, on_cancel)
+
+
+class GreenletLock:
+    """A lock for sync code run in SQLAlchemy's greenlet on one event loop.
+
+    Held across awaits of the driver, so it must be an ``asyncio.Lock``: a
+    ``threading.Lock`` would stop the loop's thread when a second greenlet of
+    that loop asked for it. Use it only inside the greenlet (``greenlet_spawn``).
+    """
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self._lock = asyncio.Lock()
+
+    def __enter__(self) -> None:
+        from sqlalchemy.util import concurrency
+
+        await_ = getattr(concurrency, "await_", None) or concurrency.await_only
+        await_(self._lock.acquire())
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
