@@ -177,39 +177,53 @@ class _SeqKeysOp(MigrateOperation):
 
     @classmethod
     def op_method(cls) -> classmethod[Any, Any, None]:
-        """The classmethod Alembic turns into ``op.<op_name>(...)``: the fields as arguments.
+        """The classmethod Alembic turns into ``op.<op_name>(...)``, written in the class.
 
-        Alembic reads the arguments from the function's code, so it is compiled
-        here from the field names (as ``dataclasses`` compiles ``__init__``).
+        Alembic reads its arguments from the function's code, so each operation
+        class writes it out (``create_table_sequence(cls, operations, name, ...)``);
+        tests/compile/test_alembic_ops_signatures.py checks it against the fields.
         """
-        names = [f.name for f in fields(cls) if f.init]
-        keyword_from = len(names) - len(cls.keyword_only)
-        signature = [*names[:keyword_from], *(["*"] if cls.keyword_only else [])]
-        signature += names[keyword_from:]
-        source = (
-            f"def {cls.op_name}(cls, operations, {', '.join(signature)}):\n"
-            f"    operations.invoke(cls({', '.join(names)}))\n"
-        )
-        namespace: dict[str, Any] = {}
-        exec(source, namespace)
-        method = namespace[cls.op_name]
-        defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
-        method.__defaults__ = tuple(defaults[n] for n in names[:keyword_from] if n in defaults)
-        method.__kwdefaults__ = {n: defaults[n] for n in names[keyword_from:]} or None
-        method.__annotations__ = {
-            "operations": "Operations",
-            **{f.name: f.type for f in fields(cls) if f.init},
-            "return": "None",
-        }
-        method.__doc__ = cls.__doc__
-        method.__qualname__ = f"{cls.__qualname__}.{cls.op_name}"
-        return classmethod(method)
+        method = cls.__dict__.get(cls.op_name)
+        if isinstance(method, classmethod):
+            return method
+        return _generated_op_method(cls)  # TRANSITIONAL: alembic/pooled_ops.py's two
+
+
+def _generated_op_method(cls: type[_SeqKeysOp]) -> classmethod[Any, Any, None]:
+    """TRANSITIONAL, for the operations of alembic/pooled_ops.py until they write theirs.
+
+    Compiled from the field names (as ``dataclasses`` compiles ``__init__``);
+    delete it once every operation class has its ``op_name`` classmethod.
+    """
+    names = [f.name for f in fields(cls) if f.init]
+    keyword_from = len(names) - len(cls.keyword_only)
+    signature = [*names[:keyword_from], *(["*"] if cls.keyword_only else [])]
+    signature += names[keyword_from:]
+    source = (
+        f"def {cls.op_name}(cls, operations, {', '.join(signature)}):\n"
+        f"    operations.invoke(cls({', '.join(names)}))\n"
+    )
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)
+    method = namespace[cls.op_name]
+    defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+    method.__defaults__ = tuple(defaults[n] for n in names[:keyword_from] if n in defaults)
+    method.__kwdefaults__ = {n: defaults[n] for n in names[keyword_from:]} or None
+    method.__annotations__ = {
+        "operations": "Operations",
+        **{f.name: f.type for f in fields(cls) if f.init},
+        "return": "None",
+    }
+    method.__qualname__ = f"{cls.__qualname__}.{cls.op_name}"
+    return classmethod(method)
 
 
 def register_operations() -> None:
     """Make every operation ``op.<name>`` with its implementation (the plugin calls it once)."""
     for op_class, implementation in IMPLEMENTATIONS.items():
-        setattr(op_class, op_class.op_name, op_class.op_method())
+        method = op_class.op_method()
+        method.__func__.__doc__ = op_class.__doc__  # what help(op.<name>) shows
+        setattr(op_class, op_class.op_name, method)
         Operations.register_operation(op_class.op_name)(op_class)
         Operations.implementation_for(op_class)(implementation)
 
@@ -324,6 +338,10 @@ class CreateSequencesTableOp(_SequencesTableOp, op_name="create_sequences_table"
         op.create_sequences_table()            # or op.create_sequences_table("my_sequences")
     """
 
+    @classmethod
+    def create_sequences_table(cls, operations: Operations, name: str = DEFAULT_TABLE) -> None:
+        operations.invoke(cls(name))
+
 
 class DropSequencesTableOp(
     _SequencesTableOp, op_name="drop_sequences_table", reverses=CreateSequencesTableOp
@@ -334,6 +352,10 @@ class DropSequencesTableOp(
 
         op.drop_sequences_table()
     """
+
+    @classmethod
+    def drop_sequences_table(cls, operations: Operations, name: str = DEFAULT_TABLE) -> None:
+        operations.invoke(cls(name))
 
 
 @dataclass(eq=False)
@@ -358,6 +380,12 @@ class CreateWorkerLeaseTableOp(_WorkerLeaseTableOp, op_name="create_worker_lease
         op.create_worker_lease_table()
     """
 
+    @classmethod
+    def create_worker_lease_table(
+        cls, operations: Operations, name: str = DEFAULT_WORKERS_TABLE
+    ) -> None:
+        operations.invoke(cls(name))
+
 
 class DropWorkerLeaseTableOp(
     _WorkerLeaseTableOp, op_name="drop_worker_lease_table", reverses=CreateWorkerLeaseTableOp
@@ -368,6 +396,12 @@ class DropWorkerLeaseTableOp(
 
         op.drop_worker_lease_table()
     """
+
+    @classmethod
+    def drop_worker_lease_table(
+        cls, operations: Operations, name: str = DEFAULT_WORKERS_TABLE
+    ) -> None:
+        operations.invoke(cls(name))
 
 
 @implements(CreateSequencesTableOp, CreateWorkerLeaseTableOp)
@@ -416,6 +450,12 @@ class CreateTableSequenceOp(_TableSequenceOp, op_name="create_table_sequence"):
         op.create_table_sequence("invoice_no", start=1000)
     """
 
+    @classmethod
+    def create_table_sequence(
+        cls, operations: Operations, name: str, start: int = 1, table: str = DEFAULT_TABLE
+    ) -> None:
+        operations.invoke(cls(name, start, table))
+
 
 class DropTableSequenceOp(
     _TableSequenceOp, op_name="drop_table_sequence", reverses=CreateTableSequenceOp
@@ -426,6 +466,12 @@ class DropTableSequenceOp(
 
         op.drop_table_sequence("invoice_no", start=1000)
     """
+
+    @classmethod
+    def drop_table_sequence(
+        cls, operations: Operations, name: str, start: int = 1, table: str = DEFAULT_TABLE
+    ) -> None:
+        operations.invoke(cls(name, start, table))
 
 
 @implements(CreateTableSequenceOp)
@@ -524,6 +570,17 @@ class CreateBitReversedSequenceOp(_BitReversedOp, op_name="create_bit_reversed_s
         op.create_bit_reversed_sequence("order_id", start_with_counter=1, skip_range=(1, 5000))
     """
 
+    @classmethod
+    def create_bit_reversed_sequence(
+        cls,
+        operations: Operations,
+        name: str,
+        start_with_counter: int = 1,
+        skip_range: SkipRange | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> None:
+        operations.invoke(cls(name, start_with_counter, skip_range, table))
+
 
 class DropBitReversedSequenceOp(
     _BitReversedOp, op_name="drop_bit_reversed_sequence", reverses=CreateBitReversedSequenceOp
@@ -534,6 +591,17 @@ class DropBitReversedSequenceOp(
 
         op.drop_bit_reversed_sequence("order_id")
     """
+
+    @classmethod
+    def drop_bit_reversed_sequence(
+        cls,
+        operations: Operations,
+        name: str,
+        start_with_counter: int = 1,
+        skip_range: SkipRange | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> None:
+        operations.invoke(cls(name, start_with_counter, skip_range, table))
 
 
 implements(CreateBitReversedSequenceOp)(create_sequence)
@@ -567,6 +635,12 @@ class MakeSequenceNamesCaseSensitiveOp(
         op.make_sequence_names_case_sensitive()   # or ("my_sequences")
     """
 
+    @classmethod
+    def make_sequence_names_case_sensitive(
+        cls, operations: Operations, table: str = DEFAULT_TABLE
+    ) -> None:
+        operations.invoke(cls(table))
+
 
 class MakeSequenceNamesCaseInsensitiveOp(
     _NameCollationOp,
@@ -581,6 +655,12 @@ class MakeSequenceNamesCaseInsensitiveOp(
 
         op.make_sequence_names_case_insensitive()
     """
+
+    @classmethod
+    def make_sequence_names_case_insensitive(
+        cls, operations: Operations, table: str = DEFAULT_TABLE
+    ) -> None:
+        operations.invoke(cls(table))
 
 
 def _alter_name_column(operations: Operations, table: str, exact: bool) -> bool:
@@ -651,6 +731,19 @@ class ResyncTableSequenceOp(_ResyncOp, op_name="resync_table_sequence"):
         op.resync_table_sequence("invoice_id", "invoices", "id")
     """
 
+    @classmethod
+    def resync_table_sequence(
+        cls,
+        operations: Operations,
+        name: str,
+        table_name: str,
+        column: str,
+        *,
+        schema: str | None = None,
+        sequences_table: str = DEFAULT_TABLE,
+    ) -> None:
+        operations.invoke(cls(name, table_name, column, schema, sequences_table))
+
     sequences_table: str = DEFAULT_TABLE
     statement: sa.Update = field(init=False, repr=False)
 
@@ -715,6 +808,12 @@ class UpgradeWorkerLeaseTableOp(_MarkColumnOp, op_name="upgrade_worker_lease_tab
         op.upgrade_worker_lease_table(table="my_workers")
     """
 
+    @classmethod
+    def upgrade_worker_lease_table(
+        cls, operations: Operations, table: str = DEFAULT_WORKERS_TABLE
+    ) -> None:
+        operations.invoke(cls(table))
+
 
 class DowngradeWorkerLeaseTableOp(
     _MarkColumnOp, op_name="downgrade_worker_lease_table", reverses=UpgradeWorkerLeaseTableOp
@@ -725,6 +824,12 @@ class DowngradeWorkerLeaseTableOp(
 
         op.downgrade_worker_lease_table()
     """
+
+    @classmethod
+    def downgrade_worker_lease_table(
+        cls, operations: Operations, table: str = DEFAULT_WORKERS_TABLE
+    ) -> None:
+        operations.invoke(cls(table))
 
 
 def mark_column() -> sa.Column[int]:
