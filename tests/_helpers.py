@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import NoReturn, TypeVar
 
 import pytest
@@ -129,18 +129,24 @@ def read_from_child(fd: int, pid: int, timeout: float) -> str | None:
 
 
 @contextmanager
-def fresh_table(
-    engine: sa.Engine, declare: Callable[[sa.MetaData], sa.Table]
-) -> Iterator[sa.Engine]:
-    """``engine`` with the table ``declare`` puts on a MetaData created anew, dropped after."""
-    metadata = sa.MetaData()
-    declare(metadata)
+def fresh_tables(engine: sa.Engine, metadata: sa.MetaData) -> Iterator[sa.Engine]:
+    """``engine`` with ``metadata``'s tables created anew (what an earlier run left is
+    dropped first), dropped after."""
     metadata.drop_all(engine)
     metadata.create_all(engine)
     try:
         yield engine
     finally:
         metadata.drop_all(engine)
+
+
+def fresh_table(
+    engine: sa.Engine, declare: Callable[[sa.MetaData], sa.Table]
+) -> AbstractContextManager[sa.Engine]:
+    """``engine`` with the table ``declare`` puts on a MetaData created anew, dropped after."""
+    metadata = sa.MetaData()
+    declare(metadata)
+    return fresh_tables(engine, metadata)
 
 
 def without_package(package: str, code: str) -> str:
