@@ -17,7 +17,7 @@ the guide:
 - ``native``: the engine's own sequence (PostgreSQL, MariaDB, Spanner) or an
   AUTOINCREMENT insert (SQLite, MySQL), taken inside the transaction: what a
   user would pick instead;
-- ``pooled``: ``pooled_sequence(name, --batch-size)``, taken inside the
+- ``pooled``: ``PooledSequence(name, batch_size=--batch-size)``, taken inside the
   transaction on its connection after the transaction's statement (one ``nextval`` per block of
   ``--batch-size`` keys; the sequences table where the engine has no
   incrementing sequence: SQLite, MySQL, Spanner).
@@ -32,15 +32,32 @@ It prints what the guide's tool prints::
 ``--grid`` runs the guide's eight rows (four modes at 10 and 50 threads)
 beside the ceiling and the native sequence, with the guide's published
 numbers (Spanner, 2000 iterations, 10 ms transactions) alongside.
+
+On a PostgreSQL or MySQL/MariaDB server the run creates a database of its own
+(``seqkeys_bench_<random>``) and drops it at the end. ``--baseline DIR`` also
+runs the grid with the library of another checkout (``git worktree add DIR
+COMMIT``), in interleaved rounds on the same database, and prints each row's
+values/s and p99 as a ratio new / baseline::
+
+    $ python -m benchmarks sequences --url postgresql+psycopg://postgres@127.0.0.1/postgres \
+        --grid --grid-threads 50 --grid-modes none,batch,async_batch --repeat 3 \
+        --baseline /tmp/old
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import os
 import random
+import secrets
+import subprocess
+import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -53,7 +70,6 @@ from sqlalchemy_seqkeys import (
     PooledSequence,
     TableSequence,
     create_table_sequence,
-    pooled_sequence,
     sequences_table,
 )
 
@@ -193,7 +209,7 @@ def _prepare(
 
 
 def _pooled(batch_size: int, names: Names) -> PooledSequence:
-    return pooled_sequence(names.pooled, batch_size, table=names.table)
+    return PooledSequence(names.pooled, batch_size=batch_size, table=names.table)
 
 
 def _prepare_pooled(
@@ -347,15 +363,58 @@ def run_mode(
     for t in pool:
         t.join()
     seconds = time.perf_counter() - started
-    # An async_batch refill may still hold a connection: let it finish before
-    # the caller disposes of the engine (a connection checked out through a
-    # dispose is left to the garbage collector, unclosed).
-    for t in threading.enumerate():
-        if t.name.startswith("seqkeys-refill-"):
-            t.join(timeout=60)
+    _wait_for_refills()
     if errors:
         raise errors[0]
     return RunResult(mode, threads, len(latencies), seconds, latencies, values)
+
+
+def _wait_for_refills(timeout: float = 60) -> None:
+    """Let an async_batch refill under way finish before the caller disposes of the engine.
+
+    (A connection checked out through a dispose is left to the garbage
+    collector, unclosed.) Refills run in long-lived threads from version 0.2
+    on, in a thread per refill before (a ``--baseline`` checkout).
+    """
+    try:
+        from sqlalchemy_seqkeys.sequences._allocator import refills
+    except ImportError:  # an older library: one thread per refill
+        for t in threading.enumerate():
+            if t.name.startswith("seqkeys-refill-"):
+                t.join(timeout=timeout)
+        return
+    refills.wait_idle(timeout)
+
+
+@contextlib.contextmanager
+def own_database(url: str) -> Iterator[str]:
+    """A database of the run's own on a PostgreSQL or MySQL server, dropped at the end.
+
+    Other URLs (SQLite, Spanner) are used as they are.
+
+    Example::
+
+        with own_database("postgresql+psycopg://postgres@127.0.0.1/postgres") as url:
+            measure_grid(url)
+    """
+    parsed = sa.make_url(url)
+    backend = parsed.get_backend_name()
+    if backend not in ("postgresql", "mysql", "mariadb"):
+        yield url
+        return
+    name = f"seqkeys_bench_{secrets.token_hex(4)}"
+    server = sa.create_engine(parsed, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    try:
+        with server.connect() as conn:
+            conn.execute(sa.text(f"CREATE DATABASE {name}"))
+        try:
+            yield parsed.set(database=name).render_as_string(hide_password=False)
+        finally:
+            force = " WITH (FORCE)" if backend == "postgresql" else ""
+            with server.connect() as conn:
+                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}{force}"))
+    finally:
+        server.dispose()
 
 
 def bench_engine(url: str, threads: int) -> sa.Engine:
@@ -465,7 +524,7 @@ is `TableSequence` `in_transaction`, `async` is `separate`, `batch` and
 the same transaction without a key, the **ceiling** every ratio is taken
 against, and `native` takes the engine's own sequence inside the transaction
 (an AUTOINCREMENT insert on SQLite and MySQL, a `bit_reversed_positive`
-sequence on Spanner); `pooled` is `pooled_sequence(name, 200)`, taken inside
+sequence on Spanner); `pooled` is `PooledSequence(name, batch_size=200)`, taken inside
 the transaction after its statement (one `nextval` per 200 keys; the sequences
 table on SQLite, MySQL and Spanner, whose sequences do not increment by a
 block). The guide's numbers were measured on Spanner from a
@@ -693,34 +752,136 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--grid-modes", default=",".join(ALL_MODES), help="comma-separated modes (default: all)"
     )
     grid.add_argument("--plot", metavar="FILE", help="also draw values/s per mode (PNG)")
+    grid.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="a checkout of another commit (git worktree add DIR COMMIT): run the grid with "
+        "its library too, in interleaved rounds (--repeat), and print new / baseline",
+    )
+    grid.add_argument("--json", metavar="FILE", help="also write the grid's medians as JSON")
+    parser.add_argument(
+        "--in-database",
+        action="store_true",
+        help="use the URL's database as it is (default: a database of the run's own "
+        "on PostgreSQL and MySQL, dropped at the end)",
+    )
+
+
+def _summary(results: dict[tuple[str, int], RunResult]) -> dict[str, dict[str, float]]:
+    return {
+        f"{mode},{threads}": {"rate": r.rate, **{f"p{p}": r.percentile(p) for p in (50, 90, 99)}}
+        for (mode, threads), r in results.items()
+    }
+
+
+def _grid(args: argparse.Namespace, url: str) -> int:
+    results = measure_grid(
+        url,
+        iterations=args.iterations,
+        txn_ms=args.txn_ms,
+        progress=lambda line: print(f"  {line}", flush=True),
+        repeat=args.repeat,
+        thread_counts=[int(t) for t in args.grid_threads.split(",")],
+        modes=[m.strip() for m in args.grid_modes.split(",")],
+    )
+    rounds = f", median of {args.repeat} interleaved runs" if args.repeat > 1 else ""
+    print(
+        f"sequence benchmark on {masked(args.url)}: {args.iterations} iterations per row, "
+        f"{args.txn_ms:g} ms application transactions{rounds}"
+    )
+    print(format_table(grid_table(results)))
+    if args.json:
+        Path(args.json).write_text(json.dumps(_summary(results), indent=1))
+    if args.plot:
+        target = Target("cli", masked(args.url), args.url, masked(args.url))
+        threads = tuple(int(t) for t in args.grid_threads.split(","))
+        part = GridReport([target], args.iterations, args.iterations, threads, args.repeat)
+        part.grids["cli"] = results
+        return write_plot(part.plot, args.plot)
+    return 0
+
+
+def _against_baseline(args: argparse.Namespace, url: str) -> int:
+    """Run the grid with this checkout's library and the baseline's, in alternating rounds."""
+    here = Path(__file__).resolve().parent.parent
+    shim = Path(tempfile.mkdtemp(prefix="seqkeys_baseline_"))
+    # the same harness, the baseline's library: a directory with both, run as cwd
+    (shim / "sqlalchemy_seqkeys").symlink_to(Path(args.baseline).resolve() / "sqlalchemy_seqkeys")
+    (shim / "benchmarks").symlink_to(here / "benchmarks")
+    sides = {"new": here, "baseline": shim}
+    found: dict[str, dict[str, list[dict[str, float]]]] = {side: {} for side in sides}
+    for round_no in range(args.repeat):
+        order = list(sides) if round_no % 2 == 0 else list(sides)[::-1]
+        for side in order:
+            out = shim / f"{side}-{round_no}.json"
+            command = [sys.executable, "-m", "benchmarks.sequences", "--url", url]
+            command += ["--in-database", "--grid", "--repeat", "1", "--json", str(out)]
+            command += ["--iterations", str(args.iterations), "--txn-ms", str(args.txn_ms)]
+            command += ["--grid-threads", args.grid_threads, "--grid-modes", args.grid_modes]
+            print(f"round {round_no + 1}: {side}", flush=True)
+            env = {**os.environ, "PYTHONPATH": str(sides[side])}
+            subprocess.run(command, cwd=sides[side], env=env, check=True)
+            for key, row in json.loads(out.read_text()).items():
+                found[side].setdefault(key, []).append(row)
+    median = {
+        side: {k: sorted(v, key=lambda r: r["rate"])[len(v) // 2] for k, v in rows.items()}
+        for side, rows in found.items()
+    }
+    table = Table(
+        [
+            "mode",
+            "threads",
+            "values/s new",
+            "values/s baseline",
+            "new / baseline",
+            "new vs ceiling",
+            "baseline vs ceiling",
+            "p99 new / baseline",
+            "p99 new vs ceiling",
+            "p99 baseline vs ceiling",
+        ]
+    )
+    for key, new in median["new"].items():
+        mode, threads = key.split(",")
+        old = median["baseline"].get(key)
+        ceiling = median["new"].get(f"none,{threads}")
+        old_ceiling = median["baseline"].get(f"none,{threads}")
+        table.add(
+            mode,
+            threads,
+            f"{new['rate']:,.1f}",
+            f"{old['rate']:,.1f}" if old else "-",
+            ratio(new["rate"], old["rate"] if old else None),
+            ratio(new["rate"], ceiling["rate"] if ceiling else None),
+            ratio(old["rate"] if old else None, old_ceiling["rate"] if old_ceiling else None),
+            ratio(new["p99"], old["p99"] if old else None),
+            ratio(new["p99"], ceiling["p99"] if ceiling else None),
+            ratio(old["p99"] if old else None, old_ceiling["p99"] if old_ceiling else None),
+        )
+    print(
+        f"this checkout against {args.baseline}: medians of {args.repeat} alternating rounds, "
+        f"{args.iterations} iterations per row"
+    )
+    print(format_table(table))
+    if args.json:
+        Path(args.json).write_text(json.dumps(median, indent=1))
+    return 0
 
 
 def main(args: argparse.Namespace) -> int:
     """One mode (the guide tool's lines) or, with ``--grid``, the table."""
+    if args.in_database:
+        return _main(args, args.url)
+    with own_database(args.url) as url:
+        return _main(args, url)
+
+
+def _main(args: argparse.Namespace, url: str) -> int:
+    if args.grid and args.baseline:
+        return _against_baseline(args, url)
     if args.grid:
-        results = measure_grid(
-            args.url,
-            iterations=args.iterations,
-            txn_ms=args.txn_ms,
-            progress=lambda line: print(f"  {line}", flush=True),
-            repeat=args.repeat,
-            thread_counts=[int(t) for t in args.grid_threads.split(",")],
-            modes=[m.strip() for m in args.grid_modes.split(",")],
-        )
-        rounds = f", median of {args.repeat} interleaved runs" if args.repeat > 1 else ""
-        print(
-            f"sequence benchmark on {masked(args.url)}: {args.iterations} iterations per row, "
-            f"{args.txn_ms:g} ms application transactions{rounds}"
-        )
-        print(format_table(grid_table(results)))
-        if args.plot:
-            target = Target("cli", masked(args.url), args.url, masked(args.url))
-            threads = tuple(int(t) for t in args.grid_threads.split(","))
-            part = GridReport([target], args.iterations, args.iterations, threads, args.repeat)
-            part.grids["cli"] = results
-            return write_plot(part.plot, args.plot)
-        return 0
-    engine = bench_engine(args.url, args.threads)
+        return _grid(args, url)
+    engine = bench_engine(url, args.threads)
     try:
         result = run_mode(
             engine,
@@ -735,3 +896,9 @@ def main(args: argparse.Namespace) -> int:
         engine.dispose()
     print(result.tool_lines())
     return 0
+
+
+if __name__ == "__main__":  # the --baseline runs: this module alone, not every benchmark
+    _parser = argparse.ArgumentParser(prog="python -m benchmarks.sequences", description=HELP)
+    add_arguments(_parser)
+    sys.exit(main(_parser.parse_args()))

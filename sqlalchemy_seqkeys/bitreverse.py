@@ -38,7 +38,6 @@ included::
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -50,8 +49,6 @@ from sqlalchemy.schema import CreateSequence
 from sqlalchemy.sql.compiler import DDLCompiler
 
 from sqlalchemy_seqkeys._blocks import (
-    BlockState,
-    BlockStore,
     batch_counter,
     begin,
 )
@@ -66,6 +63,7 @@ from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_int
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
 from sqlalchemy_seqkeys.sequences import _aio
+from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, values_block
 from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import (
@@ -313,25 +311,23 @@ def _no_sequence_engine(exc: sa.exc.DBAPIError) -> bool:
     return "seq_1_to_" in text and ("1146" in text or "doesn't exist" in text)
 
 
-class _Block(BlockState):
+class _Block(Blocks):
     """The values of one bit-reversed sequence this process holds for one database and tenant."""
 
-    __slots__ = ("build", "values")
+    __slots__ = ("build",)
 
     def __init__(self, build: _BlockStatement | None) -> None:
         super().__init__()
-        #: values fetched and not yet handed out, reversed, skip range applied
-        self.values: deque[int] = deque()
         #: the statement that fetches a block here; None: one value per statement
         self.build = build
 
 
-def _new_block(dialect: sa.Dialect) -> _Block | None:
+def _new_block(bind: sa.Engine | sa.Connection, owner: object) -> _Block | None:
     # None: no native sequence; the counter is a batch TableSequence, whose
     # blocks are in memory there
-    if not dialect.supports_sequences:
+    if not bind.dialect.supports_sequences:
         return None
-    return _Block(_BLOCK_STATEMENTS.get(bit_reversed_block(dialect)))
+    return _Block(_BLOCK_STATEMENTS.get(bit_reversed_block(bind.dialect)))
 
 
 class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
@@ -456,19 +452,22 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
         asyncio the loop runs on. Two threads that run out at once each fetch
         a block; both are handed out, every value once.
         """
-        with state.lock:
-            if state.values:
-                return state.values.popleft()
+        value = state.take()
+        if value is not None:
+            return value
         skipped = 0
-        while True:
+
+        def fetch() -> Block | None:
+            nonlocal skipped
             fetched, values = self._fetch(conn, state)
-            with state.lock:
-                state.values.extend(values)
-                if state.values:
-                    return state.values.popleft()
-            skipped += fetched
+            if values:
+                return values_block(values)
+            skipped += fetched  # every counter of the block fell in the skip range
             if skipped >= MAX_CONSECUTIVE_SKIPS:
                 raise self._skipped_too_many(skipped)
+            return None
+
+        return state.take_or_fetch(fetch)
 
     def _fetch(self, conn: sa.Connection, state: _Block) -> tuple[int, list[int]]:
         """Fetch a block on ``conn``: (counters consumed, values to hand out, in counter order)."""

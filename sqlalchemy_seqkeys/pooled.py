@@ -74,7 +74,6 @@ MariaDB ``SETVAL``, which never moves back; the sequences table elsewhere).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -89,8 +88,6 @@ from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence, Executa
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from sqlalchemy_seqkeys._blocks import (
-    BlockState,
-    BlockStore,
     batch_counter,
     begin,
     connect,
@@ -114,6 +111,7 @@ from sqlalchemy_seqkeys.errors import (
     SequenceNotFoundError,
 )
 from sqlalchemy_seqkeys.sequences import _aio
+from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, range_block
 from sqlalchemy_seqkeys.sequences._retry import _mysql_code, sequence_error, statement_errors
 from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE, TableSequence
 from sqlalchemy_seqkeys.sequences.resync import (
@@ -254,25 +252,21 @@ def read_sequence_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[i
 # -- the blocks one process holds --------------------------------------------------
 
 
-class _Blocks(BlockState):
+class _Blocks(Blocks):
     """The blocks of one pooled sequence on one database (pool) for one tenant."""
 
-    __slots__ = ("checked", "end", "floor", "next", "spares")
+    __slots__ = ("checked", "floor")
 
     def __init__(self) -> None:
         super().__init__()
-        self.next = 0
-        self.end = 0  # next .. end-1 are this process's to hand out
-        #: blocks fetched while another thread installed one first: used next
-        self.spares: deque[tuple[int, int]] = deque()
         #: the last value of the highest block received: a new block must start above it
         self.floor: int | None = None
         #: the catalog agreed with the declaration (asked once per pool)
         self.checked = False
 
 
-def _new_blocks(dialect: sa.Dialect) -> _Blocks | None:
-    return _Blocks() if incrementing_sequences(dialect) else None
+def _new_blocks(bind: sa.Engine | sa.Connection, owner: object) -> _Blocks | None:
+    return _Blocks() if incrementing_sequences(bind.dialect) else None
 
 
 class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
@@ -494,20 +488,18 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
     # -- blocks -------------------------------------------------------------------
 
     def _take(self, conn: sa.Connection, state: _Blocks) -> int:
-        """One key from ``state``'s blocks; a ``nextval`` on ``conn`` when they are used up."""
-        with state.lock:
-            if state.next < state.end:
-                value = state.next
-                state.next += 1
-                return value
-            if state.spares:
-                first, end = state.spares.popleft()
-                state.next, state.end = first + 1, end
-                return first
-            # Read before nextval: any block recorded by now came from a nextval
-            # that returned before this one was sent, so this one must be higher.
-            floor, checked = state.floor, state.checked
-        if not checked:
+        """One key from ``state``'s blocks (no lock); a ``nextval`` on ``conn`` when used up."""
+        value = state.take()
+        if value is not None:
+            return value
+        return state.take_or_fetch(lambda: self._fetch(conn, state))
+
+    def _fetch(self, conn: sa.Connection, state: _Blocks) -> Block:
+        """A new block from one ``nextval`` on ``conn``, with no lock held meanwhile."""
+        # Read before nextval: any block recorded by now came from a nextval
+        # that returned before this one was sent, so this one must be higher.
+        floor = state.floor
+        if not state.checked:
             self._check_identifiers(conn.dialect)
             self._check_catalog(conn)
             state.checked = True
@@ -529,28 +521,11 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
         with state.lock:
             if state.floor is None or state.floor < first + size - 1:
                 state.floor = first + size - 1
-            if size > 1:
-                if state.next >= state.end:
-                    state.next, state.end = first + 1, first + size
-                else:  # another thread installed a block meanwhile: this one is next
-                    state.spares.append((first + 1, first + size))
-        return first
+        return range_block(first, first + size)
 
     def _take_many(self, conn: sa.Connection, state: _Blocks, n: int) -> list[int]:
-        """``n`` keys from ``state``'s blocks in the order they hand them out: a run of
-        the current block at a time (one lock each), then :meth:`_take` for a spare
-        block or a ``nextval``."""
-        keys: list[int] = []
-        while len(keys) < n:
-            with state.lock:
-                start = state.next
-                if start < state.end:
-                    stop = min(state.end, start + n - len(keys))
-                    state.next = stop
-                    keys.extend(range(start, stop))
-                    continue
-            keys.append(self._take(conn, state))
-        return keys
+        """``n`` keys from ``state``'s blocks, in the order they hand them out."""
+        return [self._take(conn, state) for _ in range(n)]
 
     def _nextval(self, conn: sa.Connection) -> int:
         try:

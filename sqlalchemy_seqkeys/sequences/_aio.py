@@ -25,10 +25,9 @@ from typing import (
 )
 
 import sqlalchemy as sa
+from sqlalchemy.util.concurrency import greenlet_spawn
 
 from sqlalchemy_seqkeys.errors import InvalidSequenceError
-
-from ._lane import greenlet_spawn
 
 if TYPE_CHECKING:  # importing sqlalchemy.ext.asyncio needs greenlet, an optional package
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine

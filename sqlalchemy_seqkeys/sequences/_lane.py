@@ -33,12 +33,11 @@ second database to reach, and no capacity to run out of.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import weakref
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.util import concurrency as _concurrency
@@ -51,6 +50,11 @@ from sqlalchemy_seqkeys.errors import (
     SequenceAllocationError,
     SequenceLockTimeoutError,
 )
+
+from .table import _tenant
+
+if TYPE_CHECKING:  # imported where used: not on `import sqlalchemy_seqkeys`
+    import asyncio
 
 __all__ = [
     "Lane",
@@ -101,6 +105,8 @@ def twin_engine(engine: sa.Engine) -> sa.Engine:
 
 def sleep(seconds: float) -> None:
     """Sleep inside the greenlet without blocking the loop (a retry's backoff)."""
+    import asyncio
+
     await_(asyncio.sleep(seconds))
 
 
@@ -110,6 +116,8 @@ def wait(task: asyncio.Task[Any], timeout: float | None = None) -> bool:
     ``asyncio.wait`` neither cancels the task on a timeout nor when the waiting
     request is cancelled: a round trip under way always finishes.
     """
+    import asyncio
+
     done, _ = await_(asyncio.wait({task}, timeout=timeout))
     return bool(done)
 
@@ -140,7 +148,7 @@ class Lane:
         translate = engine.get_execution_options().get("schema_translate_map")
         if not translate:
             return self.engine
-        tenant = tuple(sorted(translate.items(), key=repr))
+        tenant = _tenant(engine)
         lane_engine = self._tenants.get(tenant)
         if lane_engine is None:
             lane_engine = self._tenants[tenant] = self.engine.execution_options(
@@ -174,6 +182,8 @@ class Lane:
         """
         lock = self._rows.get(row)
         if lock is None:
+            import asyncio
+
             lock = self._rows[row] = asyncio.Lock()
         ended = self._ended.get(row, 0)
         async with lock:
@@ -205,6 +215,8 @@ class Lane:
         midway leaves its connection, with SQLite's write lock, open in the
         driver's thread, and every later writer of the database waits on it.
         """
+        import asyncio
+
         self.closed = True
         tasks = list(self.tasks)
         if tasks and facts(self.engine.dialect).single_writer_lock:
@@ -259,6 +271,8 @@ def check_in_greenlet() -> None:
 def lane_for(engine: sa.Engine) -> Lane:
     """The lane of ``engine`` (an async engine's sync side) on the running loop."""
     check_in_greenlet()
+    import asyncio
+
     loop = asyncio.get_running_loop()  # in the greenlet: the loop's own thread
     root = _root(engine)
     _fork.forked()  # a libc-forked child forgets the parent's lanes (_ForgetLanes)
@@ -288,6 +302,8 @@ def _on_engine_disposed(engine: sa.Engine) -> None:
         per_loop = _lanes.pop(_root(engine), None)
     if not per_loop:
         return
+    import asyncio
+
     try:
         running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
     except RuntimeError:  # a sync dispose() outside any loop

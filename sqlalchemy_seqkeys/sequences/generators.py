@@ -51,8 +51,12 @@ Declare it as a column default and create its row once::
   handed out from memory, thread-safe, with the state kept per engine (pool)
   and sequence. Each process has its own block, so values are unique but not
   globally ordered; a process that stops leaves the rest of its block unused.
+  Taking a value from the block takes no lock (one ``next()`` on the block's
+  iterator, atomic under the GIL; on a free-threaded interpreter without the
+  GIL, a lock): only a caller that finds the block used up waits.
 - ``async_batch``: as ``batch``, and once fewer than ``low_watermark`` values
-  remain, a background thread reserves the next block, so no insert waits for
+  remain, one of the process's long-lived refill threads reserves the next
+  block, so no insert waits for
   the database when ``batch_size`` and ``low_watermark`` suit the insert rate.
   At most one refill per sequence runs at a time. A refill that fails is
   raised to the caller that needs the block (a library error as it is, a
@@ -172,19 +176,13 @@ thread, as ``batch`` does.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import threading
 import time
-import weakref
-from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultExecutionContext
 
-from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._dialect import facts
 from sqlalchemy_seqkeys._enum import ChoiceEnum
 from sqlalchemy_seqkeys._positional import PositionalDefault
@@ -192,12 +190,11 @@ from sqlalchemy_seqkeys._validate import check_int, check_seconds
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
-    SeqKeysError,
-    SequenceAllocationError,
     SequenceMovedBackwardsError,
 )
 
 from . import _aio, _lane
+from ._allocator import Block, Blocks, BlockStore, Waits, range_block, values_block
 from ._retry import error_in_callers_transaction, retrying
 from .table import (
     DEFAULT_TABLE,
@@ -260,83 +257,6 @@ def _must_stay_on(conn: sa.Connection) -> bool:
     return facts(conn.dialect).single_writer_lock and _sqlite_holds_write_lock(conn)
 
 
-# -- per engine (pool) state of the batch modes -------------------------------
-
-
-class _BlockState:
-    """The blocks of values one process holds for one sequence on one database."""
-
-    __slots__ = (
-        "background",
-        "cond",
-        "end",
-        "engine",
-        "error",
-        "failed",
-        "fetched",
-        "next",
-        "pid",
-        "refilling",
-        "spares",
-        "task",
-    )
-
-    def __init__(self, engine: sa.Engine | None = None) -> None:
-        #: where blocks come from: the caller's engine, with its schema_translate_map
-        self.engine = engine
-        #: False where another thread would not see the same database through
-        #: the pool (SQLite in memory: a database per thread, or one shared
-        #: connection): async_batch then fetches in the caller's thread
-        self.background = not isinstance(
-            getattr(engine, "pool", None), (sa.pool.SingletonThreadPool, sa.pool.StaticPool)
-        )
-        self.cond = threading.Condition(threading.Lock())
-        self.next = 0
-        self.end = 0  # values next .. end-1 are ours to hand out
-        #: blocks fetched ahead (async), each (first, end); a list, so that a
-        #: block is never installed over another one
-        self.spares: deque[tuple[int, int]] = deque()
-        #: a fetch is under way (a refill thread, or a caller fetching itself)
-        self.refilling = False
-        self.error: BaseException | None = None
-        #: fetches ended so far, and the last that failed (its number, its error):
-        #: callers that waited for a fetch get its error instead of each fetching
-        #: again behind it (a locked row: one lock timeout for all, not one each)
-        self.fetched = 0
-        self.failed: tuple[int, BaseException] | None = None
-        self.pid = os.getpid()
-        #: asyncio: the fetch under way, a task of the lane (only the loop's thread
-        #: touches an asyncio state, and a greenlet switches only where it awaits,
-        #: so its check-then-set steps need no lock)
-        self.task: asyncio.Task[None] | None = None
-
-    def fetch_ended(self, error: BaseException | None) -> None:
-        """Count a fetch that ended; keep its error for the callers that waited for it."""
-        self.fetched += 1
-        # not a KeyboardInterrupt of the fetching thread; a success forgets the last error
-        self.failed = (self.fetched, error) if isinstance(error, Exception) else None
-
-    def failure_since(self, fetched: int | None) -> BaseException | None:
-        """The error of a fetch that failed after ``fetched`` had ended (None: not waiting)."""
-        if fetched is None or self.failed is None or self.failed[0] <= fetched:
-            return None
-        return self.failed[1]
-
-    def install(self, first: int, end: int) -> None:
-        """Take block ``first .. end-1``: as the current block if that is used up, else spare."""
-        if self.next >= self.end:
-            self.next, self.end = first, end
-        else:
-            self.spares.append((first, end))
-
-
-_NO_STATE: tuple[Callable[[], object], object, _BlockState] = (
-    lambda: None,
-    None,
-    _BlockState(),
-)
-
-
 def _allocation_engine(engine: sa.Engine, conn: sa.Connection | None) -> tuple[sa.Engine, object]:
     """The engine for allocations of their own, and the tenant (schema map) they serve.
 
@@ -344,12 +264,11 @@ def _allocation_engine(engine: sa.Engine, conn: sa.Connection | None) -> tuple[s
     allocation's connection too, or it would take values from another
     tenant's sequences table.
     """
-    options = (conn if conn is not None else engine).get_execution_options()
-    translate = options.get("schema_translate_map")
+    bind = conn if conn is not None else engine
+    translate = bind.get_execution_options().get("schema_translate_map")
     if not translate:
         return engine, None
-    tenant = tuple(sorted(translate.items(), key=repr))
-    return engine.execution_options(schema_translate_map=translate), tenant
+    return engine.execution_options(schema_translate_map=translate), _tenant(bind)
 
 
 class TableSequence(_aio.AwaitableDDL, PositionalDefault):
@@ -409,23 +328,13 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         self.start = check_int(start, "start", InvalidSequenceError, min=0, max=MAX_VALUE)
         self.table = check_name_arg(table, "table", InvalidSequenceError)
         self.refill_timeout = check_seconds(refill_timeout, "refill_timeout", InvalidSequenceError)
-        # pool -> tenant (schema_translate_map, or None) -> state
-        self._states: weakref.WeakKeyDictionary[Any, dict[object, _BlockState]] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._states_lock = threading.Lock()
-        self._last: tuple[Callable[[], object], object, _BlockState] = _NO_STATE
-        # asyncio: lane (engine and event loop) -> tenant -> state
-        self._lane_states: weakref.WeakKeyDictionary[_lane.Lane, dict[object, _BlockState]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._init_blocks()
         self._take: Callable[[sa.Engine, sa.Connection | None], int] = {
             SequenceMode.IN_TRANSACTION: self._take_in_transaction,
             SequenceMode.SEPARATE: self._take_separate,
             SequenceMode.BATCH: self._take_batch,
             SequenceMode.ASYNC_BATCH: self._take_async_batch,
         }[self.mode]
-        _fork.register(self)  # a forked child forgets the blocks: the parent hands them out
 
     def __repr__(self) -> str:
         extra = ""
@@ -557,101 +466,52 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         return self._allocate_separately(_allocation_engine(engine, conn)[0], 1)
 
     def _take_batch(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
+        """batch and async_batch: a value of this process's block (lock-free, ``_allocator``)."""
         if engine.dialect.is_async:
             return self._take_from_blocks_async(engine, conn)
-        state = self._state(engine, conn)
-        deadline: float | None = None
-        waited_since: int | None = None  # fetches ended when this call began to wait
-        while True:
-            stay = False
-            with state.cond:
-                if state.next < state.end:
-                    value = state.next
-                    state.next += 1
-                    return value
-                if state.spares:  # a refill thread's block (async_batch, before a fork)
-                    state.next, state.end = state.spares.popleft()
-                    continue
-                failure = state.failure_since(waited_since)
-                if failure is not None:  # the fetch this call waited for failed
-                    self._raise_refill_error(state, failure)
-                if conn is not None and _must_stay_on(conn):
-                    stay = True  # never wait on a fetch that waits for our write lock
-                elif state.refilling:
-                    if waited_since is None:
-                        waited_since = state.fetched
-                    deadline = self._wait_for_refill(state, deadline)
-                    continue
-                else:
-                    state.refilling = True
-            if stay:
-                return self._allocate_in(conn, 1)  # type: ignore[arg-type]
-            # Fetched with the lock released: other threads wait on the
-            # condition, not on a lock held across a round trip.
-            return self._fetch_block(state)
+        state = self._blocks.of(engine if conn is None else conn)
+        value = state.take()
+        if value is not None:
+            return value
+        # the block is used up: a spare, a fetch (here or in a refill thread), or a wait
+        value = state.take_waiting(
+            self._waits,
+            background=state.refill is not None,
+            may_stay=lambda: conn is not None and _must_stay_on(conn),
+        )
+        if value is None:  # never wait on a fetch that waits for our write lock
+            return self._allocate_in(conn, 1)  # type: ignore[arg-type]
+        return value
 
-    def _fetch_block(self, state: _BlockState) -> int:
-        """Fetch a block in this thread, keep all but its first value; the caller set refilling."""
-        try:
-            first = self._allocate_separately(state.engine, self.batch_size)  # type: ignore[arg-type]
-        except BaseException as exc:
-            self._end_refill(state, exc)
-            raise
-        with state.cond:
-            if state.pid == os.getpid() and self.batch_size > 1:
-                state.install(first + 1, first + self.batch_size)
-            state.fetch_ended(None)
-            state.refilling = False
-            state.cond.notify_all()
-        return first
+    _take_async_batch = _take_batch  # the state knows whether it refills in the background
 
-    def _take_async_batch(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
-        if engine.dialect.is_async:
-            return self._take_from_blocks_async(engine, conn)
-        state = self._state(engine, conn)
-        if not state.background:
-            return self._take_batch(engine, conn)
-        deadline: float | None = None
-        waited_since: int | None = None  # fetches ended when this call began to wait
-        while True:
-            value: int | None = None
-            launch = stay = False
-            with state.cond:
-                if state.next < state.end:
-                    value = state.next
-                    state.next += 1
-                    if (
-                        state.end - state.next < self.low_watermark
-                        and not state.spares
-                        and not state.refilling
-                        and state.error is None
-                    ):
-                        state.refilling = launch = True
-                elif state.spares:
-                    state.next, state.end = state.spares.popleft()
-                    continue
-                elif (failure := state.failure_since(waited_since)) is not None:
-                    self._raise_refill_error(state, failure)  # the fetch it waited for
-                elif state.error is not None:
-                    self._raise_refill_error(state)
-                elif conn is not None and _must_stay_on(conn):
-                    stay = True
-                elif state.refilling:
-                    if waited_since is None:
-                        waited_since = state.fetched
-                    deadline = self._wait_for_refill(state, deadline)
-                    continue
-                else:
-                    state.refilling = launch = True
-            if stay:
-                return self._allocate_in(conn, 1)  # type: ignore[arg-type]
-            # Thread.start() waits for the thread to run: never while holding the lock.
-            if launch and not self._launch_refill(state):
-                if value is None:
-                    return self._fetch_block(state)  # no thread to be had: fetch it here
-                self._end_refill(state)  # the next call under the watermark tries again
-            if value is not None:
-                return value
+    def _init_blocks(self) -> None:
+        #: threads: per pool and tenant; asyncio: per lane (engine and loop) and tenant
+        self._blocks: BlockStore[Blocks] = BlockStore(self._new_blocks)
+        self._lane_blocks: BlockStore[Blocks] = BlockStore(self._new_lane_blocks)
+        self._waits = Waits(self.name, self.refill_timeout)
+
+    def _low_watermark(self) -> int | None:
+        return self.low_watermark if self.mode is SequenceMode.ASYNC_BATCH else None
+
+    def _new_blocks(self, bind: sa.Engine | sa.Connection, owner: object) -> Blocks:
+        """The blocks of one pool and tenant, fetched in the caller's thread or a refill thread."""
+        engine = bind if isinstance(bind, sa.Engine) else bind.engine
+        alloc_engine = _allocation_engine(engine, None if bind is engine else bind)[0]  # type: ignore[arg-type]
+        size, low_watermark = self.batch_size, self._low_watermark()
+        state = Blocks()
+
+        def fetch() -> Block:
+            first = self._allocate_separately(alloc_engine, size)
+            return range_block(first, first + size, low_watermark)
+
+        state.fetch = fetch
+        # A pool that hands every checkout one connection (in-memory SQLite: a
+        # database per thread, or one shared connection) is not the same
+        # database in another thread: async_batch fetches in the caller's thread there.
+        if low_watermark is not None and not _lane.shares_one_connection(engine):
+            state.refill = state.start_refill
+        return state
 
     # -- asyncio: blocks per lane, fetched by the lane's tasks --------------------
 
@@ -660,100 +520,60 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
 
         The steps of the threaded path, with a task of the lane for the fetch:
         callers that need its block wait for that task, the loop running on.
-        Only the loop's thread touches the state, and a greenlet switches only
-        where it awaits, so each check-then-set step below is atomic.
         """
         if _lane.shares_one_connection(engine):
             return self._take_on_one_connection(engine, conn)
         lane = _lane.lane_for(engine)
-        state = self._lane_state(lane, engine, conn)
-        refill_early = self.mode is SequenceMode.ASYNC_BATCH
-        deadline: float | None = None
-        waited_since: int | None = None  # fetches ended when this call began to wait
-        while True:
-            if state.next < state.end:
-                value = state.next
-                state.next += 1
-                if (
-                    refill_early
-                    and state.end - state.next < self.low_watermark
-                    and not state.spares
-                    and state.task is None
-                    and state.error is None
-                    and not lane.closed
-                ):
-                    self._start_fetch(lane, state)
-                return value
-            if state.spares:
-                state.next, state.end = state.spares.popleft()
-                continue
-            failure = state.failure_since(waited_since)
-            if failure is not None:  # the fetch this call waited for failed
-                self._raise_refill_error(state, failure)
-            if state.error is not None:
-                self._raise_refill_error(state)
-            if conn is not None and _must_stay_on(conn):
-                return self._allocate_in(conn, 1)
-            if state.task is None:
-                self._start_fetch(lane, state)
-            assert state.task is not None
-            if waited_since is None:
-                waited_since = state.fetched
-            deadline, remaining = self._refill_deadline(deadline, "a task of this event loop")
-            _lane.wait(state.task, remaining)
+        state = self._lane_blocks.of(engine if conn is None else conn, lane)
+        value = state.take()
+        if value is not None:
+            return value
+        value = state.take_on_lane(
+            self._waits, _lane.wait, lambda: conn is not None and _must_stay_on(conn)
+        )
+        if value is None:
+            return self._allocate_in(conn, 1)  # type: ignore[arg-type]
+        return value
 
-    def _start_fetch(self, lane: _lane.Lane, state: _BlockState) -> None:
-        state.task = lane.spawn(self._fetch_async(lane, state), self.name)
+    def _new_lane_blocks(self, bind: sa.Engine | sa.Connection, lane: Any) -> Blocks:
+        """The blocks of one lane and tenant: fetched by a task of the lane."""
+        engine = bind if isinstance(bind, sa.Engine) else bind.engine
+        alloc_engine = _allocation_engine(engine, None if bind is engine else bind)[0]  # type: ignore[arg-type]
+        row = (_tenant(alloc_engine), self.table, self.name)
+        size, low_watermark = self.batch_size, self._low_watermark()
+        state = Blocks()
 
-    async def _fetch_async(self, lane: _lane.Lane, state: _BlockState) -> None:
-        """Fetch a block in the lane; install it, or leave the error for the caller needing it."""
-        assert state.engine is not None
-        row = (_tenant(state.engine), self.table, self.name)
-        try:
-            first = await lane.run(
-                row, self._allocate_now, lane.engine_like(state.engine), self.batch_size
-            )
-        except Exception as exc:  # raised to the callers waiting, or the next that needs it
-            state.error = exc
-            state.fetch_ended(exc)
-        else:
-            state.install(first, first + self.batch_size)
-            state.fetch_ended(None)
-        finally:  # also when cancelled (dispose, loop shutdown): its block is a gap
-            state.task = None
+        async def fetch() -> Block:
+            lane_engine = lane.engine_like(alloc_engine)
+            first = await lane.run(row, self._allocate_now, lane_engine, size)
+            return range_block(first, first + size, low_watermark)
+
+        def spawn() -> None:
+            state.task = lane.spawn(state.fetch_on_lane(fetch), self.name)
+
+        def refill() -> None:  # at the low watermark
+            idle = state.task is None and not lane.closed
+            if idle and not state.spares and state.error is None:
+                spawn()
+
+        state.spawn = spawn
+        state.refill = refill if low_watermark is not None else None
+        return state
 
     def _take_on_one_connection(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
         """In-memory SQLite under asyncio: one shared connection, so fetch here, as batch does."""
         _lane.check_in_greenlet()
-        state = self._state(engine, conn)
-        while True:
-            if state.next < state.end:
-                value = state.next
-                state.next += 1
-                return value
-            if not state.spares:
-                break
-            state.next, state.end = state.spares.popleft()
-        if conn is not None and _must_stay_on(conn):
-            return self._allocate_in(conn, 1)
-        assert state.engine is not None
-        first = self._allocate_now(state.engine, self.batch_size)
-        if self.batch_size > 1:  # callers that fetched meanwhile keep theirs: spares
-            state.install(first + 1, first + self.batch_size)
-        return first
+        alloc_engine = _allocation_engine(engine, conn)[0]
+        size = self.batch_size
 
-    def _lane_state(
-        self, lane: _lane.Lane, engine: sa.Engine, conn: sa.Connection | None
-    ) -> _BlockState:
-        _fork.forked()  # libc fork(): no hook ran; start afresh
-        alloc_engine, tenant = _allocation_engine(engine, conn)
-        tenants = self._lane_states.get(lane)
-        state = None if tenants is None else tenants.get(tenant)
-        if state is None:
-            with self._states_lock:  # loops may run in several threads
-                tenants = self._lane_states.setdefault(lane, {})
-                state = tenants.setdefault(tenant, _BlockState(alloc_engine))
-        return state
+        def fetch() -> Block:
+            if conn is not None and _must_stay_on(conn):
+                return values_block([self._allocate_in(conn, 1)])  # in the caller's transaction
+            first = self._allocate_now(alloc_engine, size)
+            return range_block(first, first + size)
+
+        state = self._blocks.of(engine if conn is None else conn)
+        return state.take_or_fetch(fetch)
 
     # -- helpers ----------------------------------------------------------------
 
@@ -818,116 +638,3 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
             )
         received.record(engine, self.table, self.name, first + n - 1)
         return first
-
-    def _wait_for_refill(self, state: _BlockState, deadline: float | None) -> float:
-        """Wait (state.cond held) for the fetch under way; raise once refill_timeout passed."""
-        deadline, remaining = self._refill_deadline(deadline, "another thread")
-        state.cond.wait(remaining)
-        return deadline
-
-    def _refill_deadline(self, deadline: float | None, fetcher: str) -> tuple[float, float]:
-        """The deadline of a wait for a block, and the time left; raise once it passed."""
-        now = time.monotonic()
-        if deadline is None:
-            deadline = now + self.refill_timeout
-        elif now >= deadline:
-            raise SequenceAllocationError(
-                f"waited {self.refill_timeout:g} s (refill_timeout) for a block of sequence "
-                f"{self.name!r} that {fetcher} is fetching; the database has not answered "
-                "(is its row locked by a long transaction, or the server overloaded?). Nothing "
-                "was handed out; the fetch goes on and the next call tries again. Raise "
-                "refill_timeout if such waits are expected"
-            )
-        return deadline, deadline - now
-
-    def _raise_refill_error(
-        self, state: _BlockState, error: BaseException | None = None
-    ) -> NoReturn:
-        """Raise a failed fetch's error: ``error`` to a caller that waited for that fetch,
-        else the one a refill stored for the next caller that needs a block (once)."""
-        if error is None:
-            error = state.error
-        if state.error is error:
-            state.error = None  # reported: the next call fetches again
-        if isinstance(error, SeqKeysError):  # already says what to do
-            raise error
-        raise SequenceAllocationError(
-            f"fetching a block of sequence {self.name!r} failed: "
-            f"{type(error).__name__}: {error}; nothing was handed out, the next call tries again"
-        ) from error
-
-    @staticmethod
-    def _end_refill(state: _BlockState, failed: BaseException | None = None) -> None:
-        """No fetch under way any more; ``failed``: the error of the fetch that ended."""
-        with state.cond:
-            if failed is not None:
-                state.fetch_ended(failed)
-            state.refilling = False
-            state.cond.notify_all()
-
-    def _launch_refill(self, state: _BlockState) -> bool:
-        """Start the background refill; False if no thread starts (refilling is left set)."""
-        # The caller has set state.refilling and released state.cond.
-        thread = threading.Thread(
-            target=self._refill,
-            args=(state,),
-            name=f"seqkeys-refill-{self.name}",
-            daemon=True,
-        )
-        try:
-            thread.start()
-        except Exception:  # thread limit reached, or the interpreter is shutting down
-            return False
-        except BaseException:
-            # Interrupted: if the thread did start after all, two fetches may
-            # run at once, which is harmless; blocks are never installed over
-            # one another.
-            self._end_refill(state)
-            raise
-        return True
-
-    def _refill(self, state: _BlockState) -> None:
-        block: tuple[int, int] | None = None
-        error: BaseException | None = None
-        try:
-            first = self._allocate_separately(state.engine, self.batch_size)  # type: ignore[arg-type]
-            block = (first, first + self.batch_size)
-        except BaseException as exc:  # handed to the caller that needs the block
-            error = exc
-        with state.cond:
-            if state.pid == os.getpid():
-                if block is not None:
-                    state.install(*block)
-                state.error = error
-                state.fetch_ended(error)
-            state.refilling = False
-            state.cond.notify_all()
-
-    def _state(self, engine: sa.Engine, conn: sa.Connection | None) -> _BlockState:
-        # Forked by libc fork(), which runs no at-fork hook: the blocks are the
-        # parent's, and their locks may be held by threads this process does
-        # not have. The registry resets them (one byte read when nothing forked).
-        _fork.forked()
-        alloc_engine, tenant = _allocation_engine(engine, conn)
-        # Engines sharing a pool share the database, and so the block; unless
-        # a schema_translate_map points them at different sequences tables.
-        pool = engine.pool
-        last_pool, last_tenant, last_state = self._last
-        if last_pool() is pool and last_tenant == tenant:  # the common case
-            return last_state
-        with self._states_lock:
-            tenants = self._states.setdefault(pool, {})
-            state = tenants.get(tenant)
-            if state is None:
-                state = tenants[tenant] = _BlockState(alloc_engine)
-            self._last = (weakref.ref(pool), tenant, state)
-        return state
-
-    def _after_fork_in_child(self) -> None:
-        self._forget_blocks()
-
-    def _forget_blocks(self) -> None:
-        self._states_lock = threading.Lock()
-        self._states = weakref.WeakKeyDictionary()
-        self._last = _NO_STATE
-        self._lane_states = weakref.WeakKeyDictionary()

@@ -36,6 +36,7 @@ from sqlalchemy_seqkeys import (
     create_table_sequence,
     sequences_table,
 )
+from sqlalchemy_seqkeys.sequences._allocator import refills
 from sqlalchemy_seqkeys.sequences.table import read_next_value, received
 from tests._forking import no_stragglers  # noqa: F401 - a fixture
 from tests._helpers import fresh_table
@@ -150,6 +151,7 @@ def failing_refill_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str
     """Refill threads cannot start (a thread limit): start() takes a moment, then raises."""
     refused: list[str] = []
     start = threading.Thread.start
+    refills.retire_idle()  # refill threads live on: make the next refill start one
 
     def refuse(self: threading.Thread) -> None:
         if not self.name.startswith("seqkeys-refill"):
@@ -357,7 +359,8 @@ def test_a_libc_forked_child_never_uses_the_parents_block(pg_sequences: Engine) 
     sequence = TableSequence("libc_fork", mode="batch", batch_size=100)
     before = sequence.next_values(pg_sequences, 10)  # the parent holds 11..100
     # another thread of the parent is inside the library's locks at the moment of the fork
-    held = [sequence._states_lock, received._lock, sequence._state(pg_sequences, None).cond]
+    blocks = sequence._blocks
+    held = [blocks._lock, received._lock, blocks.of(pg_sequences).lock, refills._cond]
     for lock in held:
         lock.acquire()
     try:
