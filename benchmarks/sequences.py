@@ -209,7 +209,12 @@ def _prepare(
 
 
 def _pooled(batch_size: int, names: Names) -> PooledSequence:
-    return PooledSequence(names.pooled, batch_size=batch_size, table=names.table)
+    try:
+        return PooledSequence(names.pooled, batch_size=batch_size, table=names.table)
+    except TypeError:  # a library before 0.3 (a --baseline checkout): the factory
+        from sqlalchemy_seqkeys import pooled_sequence
+
+        return pooled_sequence(names.pooled, batch_size, table=names.table)
 
 
 def _prepare_pooled(
