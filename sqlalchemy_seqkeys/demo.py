@@ -213,6 +213,10 @@ def run(url: str, rows: int = 3, echo: Callable[[str], None] = print) -> None:
     (from an earlier run) and created; nothing else on ``url`` is touched.
     The tables stay afterwards.
 
+    Example::
+
+        run("sqlite:///seqkeys-demo.db", rows=2)
+
     :param url: the database URL, as ``sqlalchemy.create_engine`` takes it
       (``"sqlite:///seqkeys-demo.db"`` for an embedded file); its driver must
       be installed.
@@ -220,10 +224,6 @@ def run(url: str, rows: int = 3, echo: Callable[[str], None] = print) -> None:
       from empty tables, so the table sequences hand out 1 to ``rows``.
     :param echo: called with each line of output (default ``print``); pass
       ``list.append`` of a list, or a logger's method, to keep the lines.
-
-    Example::
-
-        run("sqlite:///seqkeys-demo.db", rows=2)
     """
     engine = sa.create_engine(url)
     try:

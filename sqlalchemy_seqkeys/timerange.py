@@ -73,6 +73,14 @@ def uuid7_bounds(start: datetime, end: datetime) -> tuple[uuid.UUID, uuid.UUID]:
     Select with ``id >= lo AND id < hi``; ``start == end`` gives ``lo == hi``,
     an empty range.
 
+    Example::
+
+        >>> from datetime import datetime, timezone
+        >>> t = datetime(2025, 1, 1, tzinfo=timezone.utc)
+        >>> lo, hi = uuid7_bounds(t, t + timedelta(microseconds=2500))  # up to 2.5 ms
+        >>> str(lo), str(hi)  # keys of 00:00:00.000, .001 and .002
+        ('01941f29-7c00-0000-0000-000000000000', '01941f29-7c03-0000-0000-000000000000')
+
     :param start: the first instant of the window (included), an aware
       ``datetime``; it rounds up to the next whole millisecond, as keys carry
       whole milliseconds ("Time ranges over keys" page), and an instant before
@@ -82,14 +90,6 @@ def uuid7_bounds(start: datetime, end: datetime) -> tuple[uuid.UUID, uuid.UUID]:
     :param end: the instant the window stops at (excluded), an aware
       ``datetime`` rounded as ``start`` is; before ``start`` raises
       :class:`~sqlalchemy_seqkeys.InvalidTimeRangeError`.
-
-    Example::
-
-        >>> from datetime import datetime, timezone
-        >>> t = datetime(2025, 1, 1, tzinfo=timezone.utc)
-        >>> lo, hi = uuid7_bounds(t, t + timedelta(microseconds=2500))  # up to 2.5 ms
-        >>> str(lo), str(hi)  # keys of 00:00:00.000, .001 and .002
-        ('01941f29-7c00-0000-0000-000000000000', '01941f29-7c03-0000-0000-000000000000')
     """
     lo_ms, hi_ms = _ms_window(start, end)
     return uuid.UUID(int=lo_ms << 80), uuid.UUID(int=hi_ms << 80)
@@ -120,6 +120,14 @@ def comb_bounds(
 ) -> tuple[uuid.UUID, uuid.UUID]:
     """``(lo, hi)`` for COMB GUIDs of ``layout`` minted in ``[start, end)``, in that layout's order.
 
+    Example::
+
+        >>> from datetime import datetime, timezone
+        >>> t = datetime(2025, 1, 1, tzinfo=timezone.utc)
+        >>> lo, hi = comb_bounds(t, t + timedelta(hours=1), "at_end")
+        >>> str(lo)
+        '00000000-0000-0000-0000-01941f297c00'
+
     :param start: the first instant of the window (included), an aware
       ``datetime``, rounded up to the next whole millisecond as in
       :func:`uuid7_bounds`; before 1970 acts as 1970.
@@ -137,14 +145,6 @@ def comb_bounds(
         ``hi.bytes_le``.
 
       Any other value raises :class:`~sqlalchemy_seqkeys.InvalidLayoutError`.
-
-    Example::
-
-        >>> from datetime import datetime, timezone
-        >>> t = datetime(2025, 1, 1, tzinfo=timezone.utc)
-        >>> lo, hi = comb_bounds(t, t + timedelta(hours=1), "at_end")
-        >>> str(lo)
-        '00000000-0000-0000-0000-01941f297c00'
     """
     try:
         bound = _COMB_BOUNDS[layout]
@@ -182,6 +182,14 @@ def snowflake_bounds(
 ) -> tuple[int, int]:
     """``(lo, hi)``: ``lo <= id < hi`` for exactly the snowflake ids minted in ``[start, end)``.
 
+    Example::
+
+        >>> from datetime import datetime, timezone
+        >>> t = datetime(2025, 1, 1, tzinfo=timezone.utc)
+        >>> lo, hi = snowflake_bounds(t, t + timedelta(milliseconds=1))
+        >>> hi - lo == 1 << 22  # one millisecond: every worker id and sequence
+        True
+
     :param start: the first instant of the window (included), an aware
       ``datetime``; it rounds up to the next whole tick of the layout
       (``time_unit``), and an instant before the layout's ``epoch`` acts as the
@@ -202,14 +210,6 @@ def snowflake_bounds(
       :func:`~sqlalchemy_seqkeys.reverse_bits` scatter a window over the key
       range and raise :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError`, as
       does a transform found to map the bounds out of order.
-
-    Example::
-
-        >>> from datetime import datetime, timezone
-        >>> t = datetime(2025, 1, 1, tzinfo=timezone.utc)
-        >>> lo, hi = snowflake_bounds(t, t + timedelta(milliseconds=1))
-        >>> hi - lo == 1 << 22  # one millisecond: every worker id and sequence
-        True
     """
     if isinstance(layout, Snowflake):
         if transform is not None:
