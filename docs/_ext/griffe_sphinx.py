@@ -33,7 +33,32 @@ def markdown_of(docstring: str) -> str:
     >>> markdown_of("Raises :class:`~a.b.NoWorkerIdError`.\\n\\nExample::")
     'Raises `NoWorkerIdError`.\\n\\nExample:'
     """
-    return _LITERAL.sub(r"\1:", _ROLE.sub(_role, docstring))
+    return _LITERAL.sub(r"\1:", _ROLE.sub(_role, _fields_last(docstring)))
+
+
+_FIELD = re.compile(r":(?:param|type|raises?|returns?|rtype|yields?|var|ivar|cvar)\b")
+
+
+def _fields_last(docstring: str) -> str:
+    """The docstring with the text that follows its field list (an ``Example::`` after the
+    ``:param`` fields) moved before the fields, where the Sphinx-style parser shows it
+    (it reads a field's description up to the next field or the end).
+
+    >>> _fields_last("Doc.\\n\\n:param a: one.\\n  More.\\n\\nExample::\\n\\n    f(1)")
+    'Doc.\\n\\nExample::\\n\\n    f(1)\\n\\n:param a: one.\\n  More.'
+    """
+    lines = docstring.split("\n")
+    first = next((i for i, line in enumerate(lines) if _FIELD.match(line)), None)
+    if first is None:
+        return docstring
+    for i in range(first + 1, len(lines)):
+        line = lines[i]
+        if line and not line[0].isspace() and not _FIELD.match(line) and not lines[i - 1].strip():
+            fields = "\n".join(lines[first:i]).rstrip()
+            after = "\n".join(lines[i:]).rstrip()
+            before = "\n".join(lines[:first]).rstrip()
+            return "\n\n".join(part for part in (before, after, fields) if part)
+    return docstring
 
 
 class SphinxRoles(griffe.Extension):
