@@ -10,6 +10,7 @@ no value was handed out twice and none allocated was lost.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import sys
 import threading
@@ -21,14 +22,16 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import (
+    BitReversedSequence,
+    PooledSequence,
     TableSequence,
-    bit_reversed_sequence,
     create_table_sequence,
-    pooled_sequence,
     sequences_table,
 )
+from sqlalchemy_seqkeys.sequences import _allocator
 from sqlalchemy_seqkeys.sequences.table import read_next_value
-from tests._helpers import fresh_table
+from tests._forking import libc_fork_when_quiet
+from tests._helpers import fresh_table, in_forked_child
 from tests.conftest import AsyncDatabase
 
 pytestmark = pytest.mark.backend
@@ -104,11 +107,25 @@ def test_threads_over_tiny_blocks_never_repeat_nor_lose_a_value(
     assert not lost, f"allocated and never handed out: {sorted(lost)[:20]}"
 
 
+def test_the_locked_hot_path_of_interpreters_without_a_gil(
+    server: Engine, busy_switching: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Free-threaded CPython takes the lock on the hot path: this interpreter has a GIL,
+    so the switch is forced here (no public way to reach that path on this build)."""
+    monkeypatch.setattr(_allocator, "NO_GIL", True)
+    create_table_sequence(server, "tiny_locked")
+    sequence = TableSequence("tiny_locked", mode="async_batch", batch_size=3, low_watermark=1)
+    values = _hammer(lambda: sequence.next_value(server))
+    assert len(values) == len(set(values)) == THREADS * PER_THREAD
+
+
 @pytest.mark.parametrize("size", [1, 3])
 def test_threads_over_tiny_pooled_blocks_never_repeat(
     server: Engine, busy_switching: None, size: int
 ) -> None:
-    sequence = pooled_sequence(f"seqkeys_tiny_pooled_{size}", size, table="seqkeys_tiny_seqs")
+    sequence = PooledSequence(
+        f"seqkeys_tiny_pooled_{size}", batch_size=size, table="seqkeys_tiny_seqs"
+    )
     sequence.drop(server, checkfirst=True)
     sequence.create(server)
     try:
@@ -124,9 +141,7 @@ def test_threads_over_tiny_pooled_blocks_never_repeat(
 def test_threads_over_tiny_bit_reversed_blocks_never_repeat(
     server: Engine, busy_switching: None
 ) -> None:
-    sequence = bit_reversed_sequence(
-        "seqkeys_tiny_reversed", batch_size=3, table="seqkeys_tiny_seqs"
-    )
+    sequence = BitReversedSequence("seqkeys_tiny_reversed", batch_size=3, table="seqkeys_tiny_seqs")
     sequence.drop(server, checkfirst=True)
     sequence.create(server)
     try:
@@ -136,6 +151,38 @@ def test_threads_over_tiny_bit_reversed_blocks_never_repeat(
         sequences_table(sa.MetaData(), "seqkeys_tiny_seqs").drop(server, checkfirst=True)
     assert len(values) == THREADS * PER_THREAD
     assert len(values) == len(set(values)), "a value was handed out twice"
+
+
+# -- fork: the parent's refill threads are not the child's ----------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
+@pytest.mark.parametrize("how", ["os.fork()", "libc fork()"])
+def test_a_child_forked_beside_idle_refill_threads_refills_with_its_own(
+    server: Engine, how: str
+) -> None:
+    """The parent's refill thread waits for work when it forks; the child needs refills."""
+    name = f"fork_refills_{how[:4]}"
+    create_table_sequence(server, name)
+    sequence = TableSequence(
+        name, mode="async_batch", batch_size=10, low_watermark=5, refill_timeout=10
+    )
+    before = sequence.next_values(server, 25)  # past two marks: a refill thread ran here
+
+    def child() -> str:
+        server.dispose(close=False)  # SQLAlchemy's rule for forked children
+        return " ".join(map(str, sequence.next_values(server, 60)))  # six blocks: refills
+
+    fork = libc_fork_when_quiet if how == "libc fork()" else os.fork
+    text = in_forked_child(child, fork=fork)
+    assert text[:1].isdigit(), text  # not "SequenceAllocationError: waited 10 s ..."
+    child_values = [int(v) for v in text.split()]
+    parent_values = before + sequence.next_values(server, 60)
+    assert len(child_values) == 60
+    assert len(set(child_values)) == 60
+    assert len(set(parent_values)) == len(parent_values)
+    assert not set(child_values) & set(parent_values), "parent and child shared a value"
 
 
 # -- asyncio: tasks over tiny blocks, some cancelled while they wait ----------------------
