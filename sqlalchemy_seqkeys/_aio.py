@@ -1,5 +1,8 @@
 """Waiting without blocking an event loop, from code that SQLAlchemy runs in its greenlet.
 
+(``await_`` and ``in_greenlet`` come from :mod:`sqlalchemy_seqkeys._compat`:
+SQLAlchemy's names for them differ between 2.0 and 2.1.)
+
 Under ``AsyncSession`` a column default (a :class:`~sqlalchemy_seqkeys.Snowflake`)
 runs in SQLAlchemy's greenlet on the loop's thread: a ``time.sleep`` there
 stops every task of the loop, while ``await_(asyncio.sleep(...))`` hands the
@@ -11,31 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from sqlalchemy.util import concurrency as _concurrency
+from ._compat import await_, in_greenlet
 
 __all__ = ["await_", "in_greenlet", "on_loop", "pause"]
 
 T = TypeVar("T")
-
-#: SQLAlchemy 2.1 names it await_; 2.0 await_only (deprecated from 2.2)
-await_: Callable[[Awaitable[Any]], Any] = (
-    getattr(_concurrency, "await_", None) or _concurrency.await_only
-)
-
-
-def _in_greenlet() -> bool:
-    # what sqlalchemy.util.concurrency.in_greenlet() reads (not in every 2.0 release)
-    try:
-        import greenlet
-    except ImportError:  # no greenlet, no asyncio engine
-        return False
-    return bool(getattr(greenlet.getcurrent(), "__sqlalchemy_greenlet_provider__", False))
-
-
-in_greenlet: Callable[[], bool] = getattr(_concurrency, "in_greenlet", None) or _in_greenlet
 
 
 def on_loop() -> asyncio.AbstractEventLoop | None:

@@ -55,6 +55,7 @@ from sqlalchemy import event
 from sqlalchemy import types as sqltypes
 from sqlalchemy.sql.schema import CallableColumnDefault
 
+from ._compat import BINARY_TYPES, declared_callable, type_variants
 from .errors import (
     InvalidBitReversalError,
     InvalidGuidError,
@@ -111,7 +112,7 @@ _NOT_NUMBERS: tuple[type[Any], ...] = (
     sqltypes.DateTime,
     sqltypes.Time,
     sqltypes.Interval,
-    sqltypes._Binary,
+    BINARY_TYPES,
     sqltypes.JSON,
     sqltypes.ARRAY,
     sqltypes.Uuid,
@@ -120,27 +121,7 @@ _NOT_NUMBERS: tuple[type[Any], ...] = (
 
 def _given_default(column: sa.Column[Any]) -> Any:
     """The object the user passed as ``default=`` (SQLAlchemy may wrap a callable)."""
-    default = column.default
-    if default is None or not getattr(default, "is_callable", False):
-        return None
-    if hasattr(default, "_fn"):  # SQLAlchemy >= 2.0.3x keeps the callable as given
-        return default._fn
-    return _unwrapped(default.arg)  # type: ignore[attr-defined]
-
-
-def _unwrapped(arg: Any) -> Any:
-    """The callable behind SQLAlchemy's ``lambda ctx: fn()`` wrapper of a zero-argument one."""
-    wrapped = getattr(arg, "__wrapped__", None)  # functools.update_wrapper, for functions
-    if wrapped is not None:
-        return wrapped
-    # A callable object (Snowflake) gets the wrapper named after its class, and
-    # the wrapper's one closure cell holds it.
-    closure = getattr(arg, "__closure__", None)
-    if closure and len(closure) == 1:
-        inner = closure[0].cell_contents
-        if type(inner).__name__ == getattr(arg, "__name__", None):
-            return inner
-    return arg
+    return declared_callable(column.default)
 
 
 def _integer_kind(fn: Any) -> tuple[str, type[SeqKeysError]] | None:
@@ -176,10 +157,7 @@ def _known(type_: sqltypes.TypeEngine[Any]) -> bool:
     return not isinstance(type_, sqltypes.NullType)
 
 
-def _variants(type_: sqltypes.TypeEngine[Any]) -> list[tuple[str | None, Any]]:
-    """The base type and each ``with_variant`` type, with the dialect it is for."""
-    mapping = getattr(type_, "_variant_mapping", None) or {}
-    return [(None, type_), *mapping.items()]
+_variants = type_variants  # the base type and each with_variant type, with its dialect
 
 
 def _bigint_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) -> str | None:

@@ -41,6 +41,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateColumn
 from sqlalchemy.sql.compiler import DDLCompiler
 
+from sqlalchemy_seqkeys._compat import CopiedComputed, insert_multi_values, insert_values
 from sqlalchemy_seqkeys._dialect import facts
 from sqlalchemy_seqkeys._validate import check_flag, check_int, check_name
 from sqlalchemy_seqkeys.errors import InvalidShardError, MissingExtraError, NaiveDatetimeError
@@ -239,7 +240,7 @@ class ShardId:
 # -- the stored generated column ------------------------------------------------
 
 
-class _ShardComputed(sa.Computed):
+class _ShardComputed(CopiedComputed):
     """``AS (MOD(FARM_FINGERPRINT(...), N)) STORED`` on Spanner; nothing elsewhere.
 
     Elsewhere the column is a plain column that the INSERT fills from
@@ -250,7 +251,8 @@ class _ShardComputed(sa.Computed):
         self.shard = shard
         super().__init__(_spanner_expression(shard, quote=lambda name: name), persisted=True)
 
-    def _copy(self, **kw: Any) -> _ShardComputed:
+    def copied(self) -> _ShardComputed:
+        """A copied column (``to_metadata``, a mixin's) hashes the same columns."""
         return _ShardComputed(self.shard)
 
 
@@ -348,10 +350,10 @@ def _fill_shard_ids(
 
 
 def _filled_statement(statement: sa.Insert, shards: list[tuple[str, ShardId]]) -> sa.Insert:
-    values = getattr(statement, "_values", None)
+    values = insert_values(statement)
     if (
         not values
-        or getattr(statement, "_multi_values", None)
+        or insert_multi_values(statement)
         or getattr(statement, "select", None) is not None
     ):
         raise InvalidShardError(

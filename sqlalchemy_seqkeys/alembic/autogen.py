@@ -45,6 +45,7 @@ import sqlalchemy as sa
 from alembic.operations import ops
 from alembic.util import PriorityDispatchResult
 
+from sqlalchemy_seqkeys._compat import declared_callable
 from sqlalchemy_seqkeys._dialect import has_sequences
 from sqlalchemy_seqkeys.alembic.ops import (
     CreateBitReversedSequenceOp,
@@ -100,7 +101,7 @@ def declared_objects(metadatas: Iterable[sa.MetaData], info_key: str) -> Iterato
         for table in metadata.tables.values():
             for column in table.columns:
                 for found in (
-                    getattr(column.default, "_fn", None),  # SQLAlchemy may wrap the callable
+                    declared_callable(column.default),  # SQLAlchemy may wrap the callable
                     getattr(column.default, "arg", None),
                 ):
                     if found is not None:

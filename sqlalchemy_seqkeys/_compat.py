@@ -1,0 +1,226 @@
+"""Every use of a private name of SQLAlchemy, Alembic or sqlalchemy-spanner, in one place.
+
+Tested on SQLAlchemy 2.0.52 to 2.1.x, Alembic 1.20.1 and newer, and
+sqlalchemy-spanner 1.15 and newer (the suite's lowest and newest sets,
+``noxfile.py``). When a release renames one of these, this module is the one
+that changes; nothing else in the package touches another library's
+underscore names. Each entry says what it uses and since when it is there.
+Imports nothing beyond SQLAlchemy itself until an entry is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import types as sqltypes
+from sqlalchemy.util import concurrency as _concurrency
+
+__all__ = [
+    "BINARY_TYPES",
+    "ColumnArgument",
+    "CopiedComputed",
+    "alembic_impl_registered",
+    "await_",
+    "declared_callable",
+    "greenlet_spawn",
+    "in_greenlet",
+    "insert_multi_values",
+    "insert_values",
+    "patch_spanner_reflection",
+    "register_alembic_impl",
+    "set_column_default",
+    "type_variants",
+]
+
+
+# -- Column(...) arguments -------------------------------------------------------------
+
+
+class ColumnArgument:
+    """Base of an object a ``Column(...)`` takes among its positional arguments.
+
+    SQLAlchemy calls ``_set_parent_with_dispatch(column)`` on each positional
+    argument that has it (``SchemaEventTarget``, private; the same in 2.0 and
+    2.1); a subclass implements :meth:`attach_to_column` instead.
+    """
+
+    def _set_parent_with_dispatch(self, parent: object, **kw: Any) -> None:
+        self.attach_to_column(parent, **kw)
+
+    def attach_to_column(self, parent: object, **kw: Any) -> None:
+        """Attach to ``parent``, which SQLAlchemy found among a Column's arguments."""
+        raise NotImplementedError
+
+
+def set_column_default(column: sa.Column[Any], default: object, **kw: Any) -> None:
+    """Make ``default`` the column's ``default=``, as ``Column(default=...)`` does, events included.
+
+    ``ColumnDefault._set_parent_with_dispatch`` is what ``Column.__init__``
+    calls for ``default=`` (2.0, 2.1).
+    """
+    sa.ColumnDefault(default)._set_parent_with_dispatch(column, **kw)
+
+
+class CopiedComputed(sa.Computed):
+    """A ``Computed`` that decides how it is copied with its column.
+
+    ``Column._copy`` (``to_metadata``, declarative mixins) calls the private
+    ``Computed._copy`` (2.0, 2.1); a subclass implements :meth:`copied`.
+    """
+
+    def _copy(self, **kw: Any) -> CopiedComputed:
+        return self.copied()
+
+    def copied(self) -> CopiedComputed:
+        """The copy a copied column gets."""
+        raise NotImplementedError
+
+
+# -- column defaults and types as declared ---------------------------------------------
+
+
+def declared_callable(default: Any) -> Any:
+    """The callable given as a column's ``default=``; None where it is not a callable one.
+
+    SQLAlchemy wraps a callable that takes no context in a ``lambda ctx: fn()``.
+    From 2.0.3x ``CallableColumnDefault`` keeps the callable as given in its
+    private ``_fn``; before, the wrapper is unwrapped (``__wrapped__`` for a
+    function, the closure's one cell for a callable object).
+    """
+    if default is None or not getattr(default, "is_callable", False):
+        return None
+    if hasattr(default, "_fn"):
+        return default._fn
+    arg = default.arg
+    wrapped = getattr(arg, "__wrapped__", None)  # functools.update_wrapper, for functions
+    if wrapped is not None:
+        return wrapped
+    # A callable object (Snowflake) gets the wrapper named after its class, and
+    # the wrapper's one closure cell holds it.
+    closure = getattr(arg, "__closure__", None)
+    if closure and len(closure) == 1:
+        inner = closure[0].cell_contents
+        if type(inner).__name__ == getattr(arg, "__name__", None):
+            return inner
+    return arg
+
+
+def type_variants(type_: sqltypes.TypeEngine[Any]) -> list[tuple[str | None, Any]]:
+    """The base type and each ``with_variant`` type, with the dialect name it is for.
+
+    ``TypeEngine._variant_mapping`` (private; 2.0, 2.1) holds them.
+    """
+    mapping = getattr(type_, "_variant_mapping", None) or {}
+    return [(None, type_), *mapping.items()]
+
+
+#: the base of every binary type (LargeBinary, BINARY, VARBINARY; private in 2.0, 2.1)
+BINARY_TYPES: type[sqltypes.TypeEngine[Any]] = sqltypes._Binary
+
+
+# -- an INSERT's values ----------------------------------------------------------------
+
+
+def insert_values(statement: sa.Insert) -> Mapping[Any, Any] | None:
+    """What ``insert(t).values(...)`` was given: column (or name) -> value; None if nothing.
+
+    ``ValuesBase._values`` (private; 2.0, 2.1).
+    """
+    values: Mapping[Any, Any] | None = getattr(statement, "_values", None)
+    return values or None
+
+
+def insert_multi_values(statement: sa.Insert) -> bool:
+    """True where ``insert(t).values([...])`` was given several rows (``_multi_values``)."""
+    return bool(getattr(statement, "_multi_values", None))
+
+
+# -- asyncio through SQLAlchemy's greenlet ---------------------------------------------
+
+#: await from sync code running in SQLAlchemy's greenlet: ``sqlalchemy.util.concurrency``
+#: names it ``await_`` in 2.1, ``await_only`` in 2.0 (deprecated from 2.2)
+await_: Callable[[Awaitable[Any]], Any] = (
+    getattr(_concurrency, "await_", None) or _concurrency.await_only
+)
+
+
+def _in_greenlet() -> bool:
+    # what sqlalchemy.util.concurrency.in_greenlet() reads (not in every 2.0 release):
+    # the private marker SQLAlchemy sets on the greenlets it spawns
+    try:
+        import greenlet
+    except ImportError:  # no greenlet, no asyncio engine
+        return False
+    return bool(getattr(greenlet.getcurrent(), "__sqlalchemy_greenlet_provider__", False))
+
+
+#: True inside the greenlet SQLAlchemy's asyncio engines run sync code in
+in_greenlet: Callable[[], bool] = getattr(_concurrency, "in_greenlet", None) or _in_greenlet
+
+#: run sync code in SQLAlchemy's greenlet from a coroutine (what AsyncConnection.run_sync
+#: uses; ``sqlalchemy.util.concurrency``, not documented API, in 2.0 and 2.1)
+greenlet_spawn = _concurrency.greenlet_spawn
+
+
+# -- Alembic ---------------------------------------------------------------------------
+
+
+def alembic_impl_registered(dialect_name: str) -> bool:
+    """Whether Alembic has an impl for ``dialect_name`` (``alembic.ddl.impl._impls``, 1.20)."""
+    from alembic.ddl.impl import _impls
+
+    return dialect_name in _impls
+
+
+def register_alembic_impl(dialect_name: str, impl: type[Any]) -> None:
+    """Make ``impl`` Alembic's impl for ``dialect_name`` (what ``__dialect__`` on a class does)."""
+    from alembic.ddl.impl import _impls
+
+    impl.__dialect__ = dialect_name
+    _impls[dialect_name] = impl
+
+
+# -- sqlalchemy-spanner ----------------------------------------------------------------
+
+
+def patch_spanner_reflection() -> None:
+    """Two gaps in sqlalchemy-spanner's reflection (1.15 to 1.17) that Alembic falls into.
+
+    Reflecting no tables at all must not be a syntax error: the private
+    ``SpannerDialect._get_table_filter_query`` builds ``WHERE (...)`` from the
+    table names it is asked about; for an empty list (Alembic asks that of an
+    empty database) that is ``WHERE () AND``, which Spanner rejects. An empty
+    list now matches nothing. And a reflected primary key has a ``"name"``
+    (None where there is none, as on Spanner): SQLAlchemy's contract, which
+    Alembic's comparison relies on. Idempotent; nothing without the extra.
+    """
+    try:
+        from google.cloud.sqlalchemy_spanner.sqlalchemy_spanner import SpannerDialect
+    except ImportError:  # pragma: no cover - the spanner extra is not installed
+        return
+    original = SpannerDialect._get_table_filter_query
+    if getattr(original, "_seqkeys_patched", False):
+        return
+
+    def table_filter(
+        self: Any, filter_names: Any, info_schema_table: str, append_query: bool = False
+    ) -> str:
+        if filter_names is not None and len(filter_names) == 0:
+            return "FALSE AND " if append_query else "FALSE "
+        text: str = original(self, filter_names, info_schema_table, append_query)
+        return text
+
+    table_filter._seqkeys_patched = True  # type: ignore[attr-defined]
+    SpannerDialect._get_table_filter_query = table_filter
+
+    original_pk = SpannerDialect.get_multi_pk_constraint
+
+    def multi_pk_constraint(self: Any, *args: Any, **kw: Any) -> Any:
+        found = original_pk(self, *args, **kw)
+        for constraint in found.values():
+            constraint.setdefault("name", None)
+        return found
+
+    SpannerDialect.get_multi_pk_constraint = multi_pk_constraint
