@@ -12,11 +12,13 @@ loop back for as long as the wait lasts. Imported lazily by the pure modules
 
 from __future__ import annotations
 
-import asyncio
 import time
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ._compat import await_, in_greenlet
+
+if TYPE_CHECKING:  # asyncio itself only where a loop is asked about
+    import asyncio
 
 __all__ = ["await_", "in_greenlet", "on_loop", "pause"]
 
@@ -25,6 +27,8 @@ T = TypeVar("T")
 
 def on_loop() -> asyncio.AbstractEventLoop | None:
     """The event loop running in this thread, if any."""
+    import asyncio
+
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
@@ -38,6 +42,8 @@ def pause(seconds: float) -> None:
     it sleeps, and the loop waits with it.
     """
     if in_greenlet() and on_loop() is not None:
+        import asyncio
+
         await_(asyncio.sleep(seconds))
     else:
         time.sleep(seconds)

@@ -153,3 +153,36 @@ def test_the_column_checks_name_real_classes() -> None:
     assert _columns._loaded("uuid7", "new_uuid7") is sk.new_uuid7
     assert _columns._loaded("comb", "new_comb") is sk.new_comb
     assert sk.new_uuid7 in _columns._loaded("comb", "_guid_minters")
+
+
+#: optional modules no module of the package imports at its top: SQLAlchemy
+#: imports both today, but a strategy must not cost them where it does not
+FORBIDDEN_AT_TOP = ("asyncio", "importlib.metadata")
+
+
+def _top_level_imports(tree: ast.Module) -> list[str]:
+    names: list[str] = []
+    body = list(tree.body)
+    while body:
+        node = body.pop(0)
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+        elif isinstance(node, ast.If) and getattr(node.test, "id", None) != "TYPE_CHECKING":
+            body += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            body += node.body
+    return names
+
+
+def test_no_module_imports_asyncio_or_metadata_at_its_top() -> None:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for name in _top_level_imports(tree):
+            if name in FORBIDDEN_AT_TOP or name.startswith(
+                tuple(f"{n}." for n in FORBIDDEN_AT_TOP)
+            ):
+                found.append(f"{path.relative_to(PACKAGE)}: import {name}")
+    assert not found, "import these inside the function that needs them:\n" + "\n".join(found)
