@@ -5,14 +5,14 @@ name below is importable from ``sqlalchemy_seqkeys``::
 
     import uuid
     from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-    from sqlalchemy_seqkeys import CombGuid, comb_guid
+    from sqlalchemy_seqkeys import CombGuid, new_comb_guid
 
     class Base(DeclarativeBase):
         pass
 
     class Invoice(Base):
         __tablename__ = "invoices"
-        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
 
 See the README for which strategy suits which engine.
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from types import ModuleType as _ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -68,9 +69,9 @@ _EXPORTS: dict[str, str] = {
     "shard_of": "shard",
     "spanner_shard_column": "shard",
     "spanner_string": "shard",
-    "DecodedSnowflake": "snowflake",
+    "DecodedSnowflake": "layout",
     "Snowflake": "snowflake",
-    "SnowflakeLayout": "snowflake",
+    "SnowflakeLayout": "layout",
     "rotate_digits": "snowflake",
     "unrotate_digits": "snowflake",
     "comb_bounds": "timerange",
@@ -83,11 +84,11 @@ _EXPORTS: dict[str, str] = {
     "TypeIDType": "typeid_sql",
     "CombGuid": "types",
     "CombGuidDefault": "types",
-    "comb_guid": "types",
+    "new_comb_guid": "comb",  # written in types.py (as comb_guid); comb serves it
     "new_uuid7": "uuid7",
     "uuid7_timestamp": "uuid7",
-    "UuidV7": "uuid7_sql",
-    "uuidv7": "uuid7_sql",
+    "ServerUuid7": "uuid7_sql",
+    "server_uuid7": "uuid7_sql",
     "AsyncWorkerLease": "workers",
     "WorkerLease": "workers",
     "workers_table": "workers",
@@ -95,8 +96,9 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:  # what mypy and IDEs see: the real names
     from .bitreverse import BitReversed, BitReversedSequence, bit_reversed_sequence, reverse_bits
-    from .comb import CombLayout, comb_timestamp, new_comb
+    from .comb import CombLayout, comb_timestamp, new_comb, new_comb_guid
     from .doctor import DoctorFinding, DoctorReport, doctor, doctor_async
+    from .layout import DecodedSnowflake, SnowflakeLayout
     from .opaque import OpaqueBigint, UuidV47
     from .pooled import (
         PooledSequence,
@@ -117,19 +119,13 @@ if TYPE_CHECKING:  # what mypy and IDEs see: the real names
     )
     from .server_keys import ServerUuid, server_uuid
     from .shard import ShardId, farm_fingerprint, shard_of, spanner_shard_column, spanner_string
-    from .snowflake import (
-        DecodedSnowflake,
-        Snowflake,
-        SnowflakeLayout,
-        rotate_digits,
-        unrotate_digits,
-    )
+    from .snowflake import Snowflake, rotate_digits, unrotate_digits
     from .timerange import comb_bounds, snowflake_bounds, uuid7_bounds
     from .typeid import TypeID, TypeIDDefault, new_typeid, typeid_default
     from .typeid_sql import TypeIDType
-    from .types import CombGuid, CombGuidDefault, comb_guid
+    from .types import CombGuid, CombGuidDefault
     from .uuid7 import new_uuid7, uuid7_timestamp
-    from .uuid7_sql import UuidV7, uuidv7
+    from .uuid7_sql import ServerUuid7, server_uuid7
     from .workers import AsyncWorkerLease, WorkerLease, workers_table
 
 __all__ = [
@@ -146,6 +142,7 @@ __all__ = [
     "PooledSequence",
     "SequenceMode",
     "ServerUuid",
+    "ServerUuid7",
     "ShardId",
     "Snowflake",
     "SnowflakeLayout",
@@ -153,13 +150,11 @@ __all__ = [
     "TypeID",
     "TypeIDDefault",
     "TypeIDType",
-    "UuidV7",
     "UuidV47",
     "WorkerLease",
     "__version__",
     "bit_reversed_sequence",
     "comb_bounds",
-    "comb_guid",
     "comb_timestamp",
     "create_table_sequence",
     "create_table_sequence_async",
@@ -169,6 +164,7 @@ __all__ = [
     "drop_table_sequence_async",
     "farm_fingerprint",
     "new_comb",
+    "new_comb_guid",
     "new_typeid",
     "new_uuid7",
     "pooled_sequence",
@@ -180,6 +176,7 @@ __all__ = [
     "rotate_digits",
     "sequences_table",
     "server_uuid",
+    "server_uuid7",
     "shard_of",
     "snowflake_bounds",
     "spanner_shard_column",
@@ -188,14 +185,31 @@ __all__ = [
     "unrotate_digits",
     "uuid7_bounds",
     "uuid7_timestamp",
-    "uuidv7",
     "workers_table",
 ]
 # every error, from the one list of them (errors.__all__)
 __all__ += _errors.__all__
 
 
+#: old public names -> (module, the new name): they work for one more minor version
+#: and warn on every use (not cached, not in __all__)
+_DEPRECATED: dict[str, tuple[str, str]] = {
+    "UuidV7": ("uuid7_sql", "ServerUuid7"),
+    "uuidv7": ("uuid7_sql", "server_uuid7"),
+    "comb_guid": ("comb", "new_comb_guid"),
+}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        module_name, new = _DEPRECATED[name]
+        warnings.warn(
+            f"sqlalchemy_seqkeys.{name} is deprecated since 0.3 and goes away in 0.4; "
+            f"use sqlalchemy_seqkeys.{new} instead (the same object)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(f".{module_name}", __name__), new)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
