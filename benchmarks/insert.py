@@ -28,7 +28,7 @@ import sqlalchemy as sa
 
 from benchmarks._engines import Target, backend, configure_for_spanner, masked
 from benchmarks._table import Table, format_markdown, format_table, ratio, write_plot
-from sqlalchemy_seqkeys import CombGuid, Snowflake, comb_guid, new_uuid7, reverse_bits
+from sqlalchemy_seqkeys import CombGuid, Snowflake, new_comb_guid, new_uuid7, reverse_bits
 
 __all__ = [
     "DEFAULT_VARIANTS",
@@ -73,7 +73,7 @@ def _uuid4_text() -> Callable[[], str]:
 
 
 def _comb_text() -> Callable[..., str]:
-    return lambda ctx: str(comb_guid(ctx))
+    return lambda ctx: str(new_comb_guid(ctx))
 
 
 def _bit_reversed() -> Callable[[], int]:
@@ -91,8 +91,8 @@ VARIANTS: dict[str, Variant] = {
     for v in [
         Variant("bigint", sa.BigInteger, _counter),
         Variant("uuid4", CombGuid, lambda: uuid.uuid4),
-        Variant("comb", CombGuid, lambda: comb_guid),
-        Variant("comb-binary", lambda: CombGuid(binary=True), lambda: comb_guid),
+        Variant("comb", CombGuid, lambda: new_comb_guid),
+        Variant("comb-binary", lambda: CombGuid(binary=True), lambda: new_comb_guid),
         Variant("uuid4-binary", lambda: CombGuid(binary=True), lambda: uuid.uuid4),
         Variant("uuid4-char36", lambda: sa.CHAR(36), _uuid4_text),
         Variant("comb-char36", lambda: sa.CHAR(36), _comb_text),

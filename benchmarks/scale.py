@@ -198,9 +198,9 @@ def _guid(key_type: Callable[[], Any], mint: Callable[[], Any]) -> Callable[...,
 
 
 def _server_uuid7(md: sa.MetaData, table: str) -> sa.Column[Any]:
-    from sqlalchemy_seqkeys import CombGuid, uuidv7
+    from sqlalchemy_seqkeys import CombGuid, server_uuid7
 
-    return sa.Column("id", CombGuid(), primary_key=True, server_default=uuidv7())
+    return sa.Column("id", CombGuid(), primary_key=True, server_default=server_uuid7())
 
 
 def _server_uuid(sentinel: bool) -> Callable[[sa.MetaData, str], sa.Column[Any]]:
@@ -232,10 +232,10 @@ def _specs() -> dict[str, Spec]:
              "AS IDENTITY`, MariaDB `AUTO_INCREMENT`): the baseline"),
         pooled_spec(POOLED_ALLOCATION, "pooled"),
         Spec("snowflake", both, _from_insert("snowflake"), "`Snowflake(worker_id=1)`, `BIGINT`"),
-        Spec("comb", both, _from_insert("comb"), "`CombGuid()` + `comb_guid`: PostgreSQL "
+        Spec("comb", both, _from_insert("comb"), "`CombGuid()` + `new_comb_guid`: PostgreSQL "
              "`UUID`, MariaDB `CHAR(36) ascii`"),
         Spec("comb-char36", ("postgresql",), _from_insert("comb-char36"),
-             "`CHAR(36)` + `comb_guid` text"),
+             "`CHAR(36)` + `new_comb_guid` text"),
         Spec("comb-binary", ("mariadb",), _from_insert("comb-binary"),
              "`CombGuid(binary=True)`: `BINARY(16)`"),
         Spec("uuid7", both, _from_insert("uuid7"), "`CombGuid()` + `new_uuid7`"),
@@ -243,7 +243,7 @@ def _specs() -> dict[str, Spec]:
              _guid(lambda: CombGuid(native_uuid=True), new_uuid7),
              "`CombGuid(native_uuid=True)` + `new_uuid7`: MariaDB's `UUID` type"),
         Spec("uuid7-server", ("postgresql",), _server_uuid7,
-             "`CombGuid()` + `server_default=uuidv7()`: minted by PostgreSQL 18 itself, "
+             "`CombGuid()` + `server_default=server_uuid7()`: minted by PostgreSQL 18 itself, "
              "no key sent"),
         Spec("server-uuid", both, _server_uuid(False),
              "`CombGuid(native_uuid=True)` + `server_default=server_uuid()`: minted by the "

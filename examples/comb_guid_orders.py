@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from sqlalchemy_seqkeys import CombGuid, comb_guid, comb_timestamp
+from sqlalchemy_seqkeys import CombGuid, comb_timestamp, new_comb_guid
 
 
 class Base(DeclarativeBase):
@@ -28,7 +28,7 @@ class Base(DeclarativeBase):
 class Order(Base):
     __tablename__ = "example_orders"
 
-    id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+    id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
     customer: Mapped[str] = mapped_column(sa.String(50))
     placed_at: Mapped[datetime] = mapped_column(
         sa.DateTime(timezone=True), default=lambda: datetime.now(timezone.utc)
@@ -43,7 +43,7 @@ def main(url: str) -> None:
         with Session(engine) as session:
             session.add_all(Order(customer=name) for name in ("ada", "grace", "edsger"))
             session.commit()
-            layout = comb_guid.layout_for(engine.dialect)
+            layout = new_comb_guid.layout_for(engine.dialect)
             for order in session.scalars(sa.select(Order).order_by(Order.id)):
                 minted = comb_timestamp(order.id, layout).isoformat() if layout else "random v4"
                 print(f"{order.id}  {order.customer:8}  minted {minted}")

@@ -1,45 +1,19 @@
-"""COMB GUIDs and UUIDv7: 128-bit keys that arrive in time order.
+"""COMB GUIDs: 128-bit keys with the Unix millisecond where each engine compares first.
 
-A random (version 4) GUID as a clustered primary key lands every insert on a
-random page of the index: page splits, a cold cache, and inserts several times
-slower than an integer key once the index outgrows memory. A COMB GUID keeps
-the GUID's size and uniqueness but replaces 48 of its bits with the Unix time
-in milliseconds, so that new keys land at the end of the index::
+:func:`new_comb` mints one in a :class:`CombLayout`, :func:`comb_timestamp`
+reads its millisecond back, and :func:`comb_minter` / :func:`comb_minter_many`
+are what the ``new_comb_guid`` column default calls. Values of one process
+strictly increase (a random step within a millisecond), threads share one
+lock, and a forked child (``os.fork()`` or a libc ``fork()``) starts apart
+from its parent. Layouts, guarantees and measurements:
+docs/strategies/comb-uuid7.md. UUIDv7 lives in :mod:`sqlalchemy_seqkeys.uuid7`.
 
     >>> from sqlalchemy_seqkeys import CombLayout, new_comb, comb_timestamp
-    >>> a = new_comb(CombLayout.AS_STRING)
-    >>> b = new_comb(CombLayout.AS_STRING)
+    >>> a, b = new_comb(CombLayout.AS_STRING), new_comb(CombLayout.AS_STRING)
     >>> str(a) < str(b)
     True
     >>> comb_timestamp(a, CombLayout.AS_STRING).tzinfo
     datetime.timezone.utc
-
-Engines disagree on how GUIDs sort, so the timestamp goes where the engine
-looks first (:class:`CombLayout`):
-
-- ``AS_STRING``: timestamp in the first 6 bytes in RFC byte order, which is
-  also the start of the text form. Right for PostgreSQL ``uuid``, ``CHAR(36)``
-  and ``BINARY(16)`` / ``BLOB`` / ``RAW(16)`` holding ``UUID.bytes``.
-- ``AS_BINARY``: timestamp in the first 6 bytes of the Microsoft byte order
-  (``UUID.bytes_le``), the order .NET's ``Guid.ToByteArray()`` and SQL Server
-  client libraries write to binary columns.
-- ``AT_END``: timestamp in bytes 10-15, the bytes SQL Server compares first
-  for ``uniqueidentifier``.
-
-The other 80 bits come from the operating system's cryptographic source
-(``os.urandom``). Unlike the original COMB design, whose random tail leaves
-values minted in the same millisecond unordered, values minted by one process
-sort in minting order even inside one millisecond: the first value of a
-millisecond takes a fresh 79-bit random number, and each further value in that
-millisecond adds a random step of 1 to 2**32 to it (if a millisecond ever ran
-out of room, the next millisecond is borrowed). Across processes, values are
-ordered by millisecond. Generation is thread-safe, and a forked process starts
-its own sequence without sharing state with its parent: after ``os.fork()``
-and also after a libc ``fork()`` that runs no Python hook (uWSGI without
-lazy-apps), noticed on every draw (see :mod:`sqlalchemy_seqkeys._fork`).
-
-UUIDv7 (RFC 9562, the layout of Python 3.14's ``uuid.uuid7()``) lives in
-:mod:`sqlalchemy_seqkeys.uuid7`; it shares the fork registry (``_fork``).
 """
 
 from __future__ import annotations
@@ -52,6 +26,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta, timezone
 from itertools import repeat
+from typing import TYPE_CHECKING, Any
 
 from . import _fork
 from ._enum import ChoiceEnum
@@ -63,7 +38,17 @@ from .errors import (
     TimestampOutOfRangeError,
 )
 
-__all__ = ["CombLayout", "comb_minter", "comb_minter_many", "comb_timestamp", "new_comb"]
+if TYPE_CHECKING:
+    from .types import comb_guid as new_comb_guid
+
+__all__ = [
+    "CombLayout",
+    "comb_minter",
+    "comb_minter_many",
+    "comb_timestamp",
+    "new_comb",
+    "new_comb_guid",
+]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MS_BITS = 48
@@ -348,6 +333,10 @@ def comb_minter(layout: CombLayout | str) -> Callable[[], uuid.UUID]:
     The same values as ``new_comb(layout)``, without looking the layout up on
     every call.
 
+    :param layout: where the timestamp goes: a :class:`CombLayout` or its value
+        (``"as_string"``, ``"as_binary"``, ``"at_end"``).
+    :raises InvalidLayoutError: for anything else.
+
     Example::
 
         >>> mint = comb_minter("as_string")
@@ -383,6 +372,9 @@ def comb_minter_many(layout: CombLayout | str) -> Callable[[int], list[uuid.UUID
     instant, for a fraction of the time: what a column default uses for an
     executemany's rows.
 
+    :param layout: a :class:`CombLayout` or its value, as for :func:`comb_minter`.
+    :raises InvalidLayoutError: for anything else.
+
     Example::
 
         >>> mint_many = comb_minter_many("as_string")
@@ -408,9 +400,15 @@ def comb_minter_many(layout: CombLayout | str) -> Callable[[int], list[uuid.UUID
 def new_comb(layout: CombLayout | str, *, at: datetime | int | None = None) -> uuid.UUID:
     """Mint a COMB GUID with its timestamp where ``layout`` says.
 
-    ``at`` (an aware datetime, or Unix milliseconds as an int) mints a value
-    for that instant with a fully random tail instead of the current time and
-    the per-process order; use it to backfill or to build test data.
+    :param layout: where the timestamp goes: a :class:`CombLayout` or its value
+        (``"as_string"``, ``"as_binary"``, ``"at_end"``).
+    :param at: ``None`` (the default) for the current time, in this process's
+        order; or an aware datetime, or Unix milliseconds as an int, for a value
+        of that instant with a fully random tail (backfills, test data).
+    :raises InvalidLayoutError: for an unknown layout.
+    :raises NaiveDatetimeError: for a datetime without a timezone.
+    :raises TimestampOutOfRangeError: for an instant outside the 48-bit
+        millisecond range (1970 to the year 10889).
 
     Example::
 
@@ -427,6 +425,11 @@ def new_comb(layout: CombLayout | str, *, at: datetime | int | None = None) -> u
 
 def comb_timestamp(value: uuid.UUID, layout: CombLayout | str) -> datetime:
     """Return the UTC instant stored in a COMB GUID of the given ``layout``.
+
+    :param value: the ``uuid.UUID`` (wrap text with ``uuid.UUID(text)``).
+    :param layout: the :class:`CombLayout` it was minted with, or its value.
+    :raises InvalidGuidError: when ``value`` is not a ``uuid.UUID``.
+    :raises InvalidLayoutError: for an unknown layout.
 
     Example::
 
@@ -451,3 +454,14 @@ def comb_timestamp(value: uuid.UUID, layout: CombLayout | str) -> datetime:
             f"{value} holds {ms} ms since 1970, past what datetime can show (year 9999); "
             f"it was probably not minted with layout {CombLayout.coerce(layout).value!r}"
         ) from None
+
+
+def __getattr__(name: str) -> Any:
+    # new_comb_guid, the column default, is the CombGuidDefault instance that types.py
+    # writes beside CombGuid (under its old name, comb_guid); served from here until
+    # types.py names it. types imports this module, so it is not imported at the top.
+    if name == "new_comb_guid":
+        from .types import comb_guid
+
+        return comb_guid
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -101,7 +101,7 @@ class InvalidGuidError(SeqKeysError, TypeError):
     column whose stored value is no GUID (text written past the type, bytes
     of the wrong length) raises it too, naming ``table.column`` where the
     statement selects a table's column; and so does declaring
-    ``default=comb_guid`` on a column type that cannot store a GUID.
+    ``default=new_comb_guid`` on a column type that cannot store a GUID.
     """
 
 
@@ -360,7 +360,7 @@ class UnsupportedServerFunctionError(SeqKeysError):
     """The database has no function for what the statement asks the server to do.
 
     Raised while compiling (a query, or the DDL of ``create_all``), before
-    anything is sent. Example: ``server_default=uuidv7()`` in a table created
+    anything is sent. Example: ``server_default=server_uuid7()`` in a table created
     on SQLite raises it; use ``default=new_uuid7`` there.
     """
 
@@ -384,6 +384,6 @@ class UnknownDialectError(SeqKeysError, ValueError):
     """A dialect name that no installed SQLAlchemy dialect answers to.
 
     Raised where a dialect may be given by name. Example:
-    ``comb_guid.layout_for("postgress")`` raises it; pass a name such as
+    ``new_comb_guid.layout_for("postgress")`` raises it; pass a name such as
     ``"postgresql"`` (or ``engine.dialect``).
     """

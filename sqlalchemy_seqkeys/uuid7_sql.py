@@ -1,39 +1,16 @@
-"""``uuidv7()``: the server's own UUIDv7 function, as a server default or in any expression.
+"""``server_uuid7()``: the server's own UUIDv7 function, as a server default or in any SQL.
 
-PostgreSQL 18 has ``uuidv7()``, MariaDB 11.7 ``UUID_v7()``. Declare the key
-with ``server_default=uuidv7()`` and rows inserted without a key get one from
-the server; the ORM reads it back with ``RETURNING``::
-
-    import uuid
-    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-    from sqlalchemy_seqkeys import CombGuid, uuidv7
-
-    class Base(DeclarativeBase):
-        pass
-
-    class Event(Base):
-        __tablename__ = "events"
-        id: Mapped[uuid.UUID] = mapped_column(
-            CombGuid(), primary_key=True, server_default=uuidv7()
-        )
-
-    # session.add(Event()); session.flush() -> event.id is the server's value
-
-It compiles to ``uuidv7()`` on PostgreSQL and ``UUID_v7()`` on MariaDB. Where
-the server has no such function (PostgreSQL before 18, MariaDB before 11.7,
-MySQL, SQLite, SQL Server, Oracle, Spanner) it raises
-:class:`UnsupportedServerFunctionError` when the statement or the DDL is
-compiled, and says to mint the key on the client with ``default=new_uuid7``
-(the same layout). A dialect that does not know its server version
-(``postgresql.dialect()``, offline Alembic) gets the function.
-
-Server keys and :func:`~sqlalchemy_seqkeys.new_uuid7` keys can share a
-table; :mod:`sqlalchemy_seqkeys.uuid7` says how they sort against each other.
+PostgreSQL 18's ``uuidv7()`` and MariaDB 11.7's ``UUID_v7()``; elsewhere
+compiling it raises :class:`~sqlalchemy_seqkeys.UnsupportedServerFunctionError`.
+Its client-side twin is :func:`~sqlalchemy_seqkeys.new_uuid7`. How to use it and
+how server and client keys sort in one table: docs/strategies/comb-uuid7.md,
+section "Minted by the server".
 """
 
 from __future__ import annotations
 
 import uuid
+import warnings
 from typing import Any
 
 from sqlalchemy.ext.compiler import compiles
@@ -44,19 +21,22 @@ from ._dialect import dialect_key, facts
 from .errors import UnsupportedServerFunctionError
 from .types import CombGuid
 
-__all__ = ["UuidV7", "uuidv7"]
+__all__ = ["ServerUuid7", "server_uuid7"]
 
 #: first server versions with a UUIDv7 function
 _POSTGRESQL_MIN = (18,)
 _MARIADB_MIN = (11, 7)
 
 
-class UuidV7(FunctionElement[uuid.UUID]):
-    """The SQL expression :func:`uuidv7` returns; compiled per dialect.
+class ServerUuid7(FunctionElement[uuid.UUID]):
+    """The SQL expression :func:`server_uuid7` returns: the server's UUIDv7, compiled per dialect.
+
+    It takes no arguments (``ServerUuid7(x)`` is a ``TypeError``); its type is
+    :class:`~sqlalchemy_seqkeys.CombGuid`, so a select gives back ``uuid.UUID``.
 
     Example::
 
-        >>> isinstance(uuidv7(), UuidV7)
+        >>> isinstance(server_uuid7(), ServerUuid7)
         True
     """
 
@@ -65,30 +45,55 @@ class UuidV7(FunctionElement[uuid.UUID]):
     inherit_cache = True
 
     def __init__(self) -> None:
-        # the server's function takes no arguments: UuidV7(x) is a TypeError, not ignored
+        # the server's function takes no arguments: ServerUuid7(x) is a TypeError, not ignored
         super().__init__()
 
 
-def uuidv7() -> UuidV7:
-    """The server's UUIDv7 function: a server default, or part of any statement.
+#: The old name, deprecated: ``sqlalchemy_seqkeys.UuidV7`` warns. Plain here while
+#: the package's own modules (doctor, server_keys, alembic.autogen) still import it.
+UuidV7 = ServerUuid7
 
-    ``uuidv7()`` on PostgreSQL 18+, ``UUID_v7()`` on MariaDB 11.7+; anywhere
-    else compiling it raises :class:`UnsupportedServerFunctionError`.
+
+def server_uuid7() -> ServerUuid7:
+    """The server's UUIDv7 function, exactly version 7: a server default, or part of any statement.
+
+    ``uuidv7()`` on PostgreSQL 18+, ``UUID_v7()`` on MariaDB 11.7+. Anywhere
+    else compiling it raises
+    :class:`~sqlalchemy_seqkeys.UnsupportedServerFunctionError`, which says to
+    mint the key on the client with ``default=new_uuid7`` (the same layout). A
+    dialect that does not know its server version (``postgresql.dialect()``,
+    offline Alembic) gets the function. For the best key any server mints (a
+    time-ordered UUID of another version where there is no UUIDv7), use
+    :func:`~sqlalchemy_seqkeys.server_uuid`.
 
     Example::
 
         >>> from sqlalchemy.dialects import postgresql
-        >>> str(uuidv7().compile(dialect=postgresql.dialect()))
+        >>> str(server_uuid7().compile(dialect=postgresql.dialect()))
         'uuidv7()'
         >>> import sqlalchemy as sa
-        >>> column = sa.Column("id", CombGuid(), primary_key=True, server_default=uuidv7())
+        >>> column = sa.Column("id", CombGuid(), primary_key=True, server_default=server_uuid7())
     """
-    return UuidV7()
+    return ServerUuid7()
+
+
+def __getattr__(name: str) -> Any:
+    # The old function name keeps working for one more minor version, with a warning
+    # (the package's own sqlalchemy_seqkeys.uuidv7 warns the same way).
+    if name == "uuidv7":
+        warnings.warn(
+            "sqlalchemy_seqkeys.uuid7_sql.uuidv7 is deprecated since 0.3 and goes away in 0.4; "
+            "use sqlalchemy_seqkeys.server_uuid7 instead (the same object)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return server_uuid7
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _refuse(server: str) -> UnsupportedServerFunctionError:
     return UnsupportedServerFunctionError(
-        f"{server} has no UUIDv7 function, so uuidv7() cannot be used there "
+        f"{server} has no UUIDv7 function, so server_uuid7() cannot be used there "
         "(PostgreSQL 18+ has uuidv7(), MariaDB 11.7+ UUID_v7()); mint the key on the "
         "client instead: mapped_column(CombGuid(), primary_key=True, default=new_uuid7), "
         "the same layout"
@@ -111,23 +116,23 @@ def _older(info: tuple[int | str, ...] | None, minimum: tuple[int, ...]) -> bool
     return tuple(numbers) < minimum
 
 
-@compiles(UuidV7)
-def _compile_elsewhere(element: UuidV7, compiler: SQLCompiler, **kw: Any) -> str:
+@compiles(ServerUuid7)
+def _compile_elsewhere(element: ServerUuid7, compiler: SQLCompiler, **kw: Any) -> str:
     name = dialect_key(compiler.dialect)
     if name == "default":  # str(statement): for reading, never sent to a server
         return "uuidv7()"
     raise _refuse(facts(name).display_name or f"the {name!r} dialect")
 
 
-@compiles(UuidV7, "postgresql")
-def _compile_postgresql(element: UuidV7, compiler: SQLCompiler, **kw: Any) -> str:
+@compiles(ServerUuid7, "postgresql")
+def _compile_postgresql(element: ServerUuid7, compiler: SQLCompiler, **kw: Any) -> str:
     info = compiler.dialect.server_version_info
     if _older(info, _POSTGRESQL_MIN):
         raise _refuse(f"PostgreSQL{_version(info)} (uuidv7() came in 18)")
     return "uuidv7()"
 
 
-def _compile_mysql_family(element: UuidV7, compiler: SQLCompiler, **kw: Any) -> str:
+def _compile_mysql_family(element: ServerUuid7, compiler: SQLCompiler, **kw: Any) -> str:
     dialect = compiler.dialect
     info = dialect.server_version_info
     if not getattr(dialect, "is_mariadb", False):
@@ -137,5 +142,5 @@ def _compile_mysql_family(element: UuidV7, compiler: SQLCompiler, **kw: Any) -> 
     return "UUID_v7()"
 
 
-compiles(UuidV7, "mysql")(_compile_mysql_family)
-compiles(UuidV7, "mariadb")(_compile_mysql_family)
+compiles(ServerUuid7, "mysql")(_compile_mysql_family)
+compiles(ServerUuid7, "mariadb")(_compile_mysql_family)

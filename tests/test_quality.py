@@ -66,7 +66,7 @@ def test_every_public_name_has_a_docstring() -> None:
             continue
         obj = getattr(sqlalchemy_seqkeys, name)
         doc = inspect.getdoc(obj) or ""
-        if obj is sqlalchemy_seqkeys.comb_guid:
+        if obj is sqlalchemy_seqkeys.new_comb_guid:
             doc = inspect.getdoc(type(obj)) or ""
         if not doc.strip():
             missing.append(name)

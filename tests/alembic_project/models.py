@@ -18,7 +18,7 @@ from sqlalchemy_seqkeys import (
     Snowflake,
     TableSequence,
     bit_reversed_sequence,
-    comb_guid,
+    new_comb_guid,
     new_uuid7,
     sequences_table,
     spanner_shard_column,
@@ -82,7 +82,7 @@ class Payment(Base):
 
 class Document(Base):
     __tablename__ = "mig_documents"
-    id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+    id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
 
 
 class Message(Base):

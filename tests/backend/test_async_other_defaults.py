@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from sqlalchemy_seqkeys import CombGuid, ShardId, comb_guid, new_uuid7, shard_of, spanner_string
+from sqlalchemy_seqkeys import CombGuid, ShardId, new_comb_guid, new_uuid7, shard_of, spanner_string
 from tests.conftest import AsyncDatabase
 
 ROWS = 40
@@ -26,7 +26,7 @@ class Base(DeclarativeBase):
 
 class Order(Base):
     __tablename__ = "async_other_orders"
-    id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+    id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
     ref: Mapped[uuid.UUID] = mapped_column(CombGuid(), default=new_uuid7, unique=True)
     user: Mapped[str] = mapped_column(sa.String(20))
     shard: Mapped[int] = mapped_column(sa.BigInteger, default=ShardId("user", shards=16))

@@ -17,8 +17,8 @@ from sqlalchemy_seqkeys import (
     CombGuid,
     CombGuidDefault,
     CombLayout,
-    comb_guid,
     comb_timestamp,
+    new_comb_guid,
     new_uuid7,
 )
 from sqlalchemy_seqkeys import uuid7 as uuid7_module
@@ -67,10 +67,10 @@ def insert_in_flushes(engine: Engine, model: type[Any]) -> None:
 
 @pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
 def test_order_by_id_is_minting_order(engine: Engine, binary: bool) -> None:
-    # comb_guid mints uuid4 on Spanner (by design); force the layout there to
+    # new_comb_guid mints uuid4 on Spanner (by design); force the layout there to
     # prove the storage keeps time order when a user asks for it.
-    layout = comb_guid.layout_for(engine.dialect) or CombLayout.AS_STRING
-    recorder = Recorder(comb_guid.with_layout(layout))
+    layout = new_comb_guid.layout_for(engine.dialect) or CombLayout.AS_STRING
+    recorder = Recorder(new_comb_guid.with_layout(layout))
     model, metadata = make_model(binary, recorder)
     metadata.drop_all(engine)
     metadata.create_all(engine)
@@ -95,7 +95,7 @@ def test_order_by_id_is_minting_order(engine: Engine, binary: bool) -> None:
 
 
 def test_default_comb_guid_on_the_engine(engine: Engine) -> None:
-    recorder = Recorder(comb_guid)
+    recorder = Recorder(new_comb_guid)
     model, metadata = make_model(False, recorder)
     metadata.drop_all(engine)
     metadata.create_all(engine)
@@ -127,8 +127,8 @@ def _counted_many_minter(kind: str, engine: Engine) -> Iterator[tuple[Any, list[
 
         return mint_many
 
-    if kind == "comb_guid":
-        default = comb_guid.with_layout(comb_guid.layout_for(engine.dialect) or "as_string")
+    if kind == "new_comb_guid":
+        default = new_comb_guid.with_layout(new_comb_guid.layout_for(engine.dialect) or "as_string")
         name = engine.dialect.name
         default._many[name] = counting(default._minter_many(name))
         yield default, calls
@@ -148,7 +148,7 @@ def _counted_many_minter(kind: str, engine: Engine) -> Iterator[tuple[Any, list[
             generator_class.mint_many = real  # type: ignore[method-assign]
 
 
-@pytest.mark.parametrize("kind", ["comb_guid", "new_uuid7"])
+@pytest.mark.parametrize("kind", ["new_comb_guid", "new_uuid7"])
 def test_an_executemany_mints_its_rows_values_at_once_in_row_order(
     engine: Engine, kind: str
 ) -> None:
@@ -196,7 +196,7 @@ def test_an_executemany_mints_its_rows_values_at_once_in_row_order(
 
 def test_batched_multi_row_insert(engine: Engine) -> None:
     """Client-side keys let SQLAlchemy send one INSERT per batch, not one per row."""
-    recorder = Recorder(comb_guid)
+    recorder = Recorder(new_comb_guid)
     model, metadata = make_model(False, recorder)
     metadata.drop_all(engine)
     metadata.create_all(engine)

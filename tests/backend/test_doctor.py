@@ -29,9 +29,9 @@ from sqlalchemy_seqkeys import (
     CombGuid,
     DoctorReport,
     TableSequence,
-    comb_guid,
     doctor,
     doctor_async,
+    new_comb_guid,
     new_uuid7,
     pooled_sequence,
     sequences_table,
@@ -51,7 +51,7 @@ class Models:
     metadata: sa.MetaData
     orders: sa.Table  # TableSequence
     items: sa.Table  # pooled_sequence
-    events: sa.Table  # comb_guid
+    events: sa.Table  # new_comb_guid
     notes: sa.Table  # new_uuid7
     invoice_no: TableSequence
     item_id: Any
@@ -67,7 +67,7 @@ def make_models(metadata: sa.MetaData | None = None) -> Models:
     )
     items = sa.Table("doc_items", metadata, sa.Column("id", big, primary_key=True, default=item_id))
     events = sa.Table(
-        "doc_events", metadata, sa.Column("id", CombGuid(), primary_key=True, default=comb_guid)
+        "doc_events", metadata, sa.Column("id", CombGuid(), primary_key=True, default=new_comb_guid)
     )
     notes = sa.Table(
         "doc_notes", metadata, sa.Column("id", CombGuid(), primary_key=True, default=new_uuid7)
@@ -275,13 +275,13 @@ def test_stale_lease_table(
 
 COMB_AT_END_SOURCE = """
 import sqlalchemy as sa
-from sqlalchemy_seqkeys import CombGuid, comb_guid
+from sqlalchemy_seqkeys import CombGuid, new_comb_guid
 from tests.backend.test_doctor import make_models
 
 metadata = make_models().metadata
 sa.Table(
     "doc_misordered", metadata,
-    sa.Column("id", CombGuid(), primary_key=True, default=comb_guid.with_layout("at_end")),
+    sa.Column("id", CombGuid(), primary_key=True, default=new_comb_guid.with_layout("at_end")),
 )
 """
 

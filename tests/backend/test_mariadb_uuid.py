@@ -24,9 +24,9 @@ from sqlalchemy.schema import CreateTable
 from sqlalchemy_seqkeys import (
     CombGuid,
     InvalidGuidError,
-    comb_guid,
     comb_timestamp,
     new_comb,
+    new_comb_guid,
     new_uuid7,
     uuid7_bounds,
     uuid7_timestamp,
@@ -101,7 +101,7 @@ def _mariadb_swaps(key: uuid.UUID) -> bool:
 def test_comb_keys_lose_their_order_in_mariadb_uuid(
     mysql_engine: Engine, mariadb_md: sa.MetaData
 ) -> None:
-    # Why comb_guid is refused on CombGuid(native_uuid=True): the raw UUID type
+    # Why new_comb_guid is refused on CombGuid(native_uuid=True): the raw UUID type
     # swaps the groups of the COMB values whose random bits look like a version
     # 1-5 UUID. The keys of one millisecond share those bits, so they are minted
     # here over many milliseconds (a quick run can fall within one or two, all
@@ -144,7 +144,7 @@ def test_comb_default_on_native_uuid_column_is_refused() -> None:
         sa.Table(
             "t",
             sa.MetaData(),
-            sa.Column("id", CombGuid(native_uuid=True), primary_key=True, default=comb_guid),
+            sa.Column("id", CombGuid(native_uuid=True), primary_key=True, default=new_comb_guid),
         )
 
 

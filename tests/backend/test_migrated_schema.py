@@ -38,7 +38,7 @@ from sqlalchemy_seqkeys import (
     Snowflake,
     TableSequence,
     bit_reversed_sequence,
-    comb_guid,
+    new_comb_guid,
     sequences_table,
 )
 
@@ -89,7 +89,7 @@ def make_models() -> sa.MetaData:
 
     class Document(Base):
         __tablename__ = "ms_documents"
-        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
 
     return Base.metadata
 

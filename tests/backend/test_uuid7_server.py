@@ -1,4 +1,4 @@
-"""uuidv7() as a server default on live servers; client and server v7 keys in one table.
+"""server_uuid7() as a server default on live servers; client and server v7 keys in one table.
 
 PostgreSQL 18 mints the keys of rows inserted without one (the ORM reads them
 back with RETURNING); new_uuid7() keys from the client share the table. Every
@@ -21,7 +21,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from sqlalchemy_seqkeys import CombGuid
 from sqlalchemy_seqkeys.timerange import uuid7_bounds
 from sqlalchemy_seqkeys.uuid7 import new_uuid7, uuid7_timestamp
-from sqlalchemy_seqkeys.uuid7_sql import UnsupportedServerFunctionError, uuidv7
+from sqlalchemy_seqkeys.uuid7_sql import UnsupportedServerFunctionError, server_uuid7
 
 pytestmark = pytest.mark.backend
 
@@ -37,7 +37,9 @@ def make_model() -> tuple[type[Any], sa.MetaData]:
 
     class Event(Base):
         __tablename__ = "seqkeys_uuidv7_events"
-        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, server_default=uuidv7())
+        id: Mapped[uuid.UUID] = mapped_column(
+            CombGuid(), primary_key=True, server_default=server_uuid7()
+        )
         source: Mapped[str] = mapped_column(sa.String(6))
         n: Mapped[int] = mapped_column(sa.Integer)
         at: Mapped[datetime] = mapped_column(

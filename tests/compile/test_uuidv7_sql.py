@@ -1,4 +1,4 @@
-"""uuidv7() compiled for every dialect (no server): the function where the server has one,
+"""server_uuid7() compiled for every dialect (no server): the function where the server has one,
 a SeqKeysError that says to use default=new_uuid7 everywhere else."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.schema import CreateTable
 
 from sqlalchemy_seqkeys import CombGuid, SeqKeysError
-from sqlalchemy_seqkeys.uuid7_sql import UnsupportedServerFunctionError, UuidV7, uuidv7
+from sqlalchemy_seqkeys.uuid7_sql import ServerUuid7, UnsupportedServerFunctionError, server_uuid7
 
 
 def spanner_dialect() -> Dialect:
@@ -66,7 +66,7 @@ def table() -> sa.Table:
     return sa.Table(
         "events",
         sa.MetaData(),
-        sa.Column("id", CombGuid(), primary_key=True, server_default=uuidv7()),
+        sa.Column("id", CombGuid(), primary_key=True, server_default=server_uuid7()),
         sa.Column("payload", sa.String(20)),
     )
 
@@ -74,8 +74,8 @@ def table() -> sa.Table:
 @pytest.mark.parametrize("name", list(SUPPORTED))
 def test_compiles_to_the_servers_function(name: str) -> None:
     make, sql = SUPPORTED[name]
-    assert str(uuidv7().compile(dialect=make())) == sql
-    assert str(sa.select(uuidv7()).compile(dialect=make())).startswith(f"SELECT {sql} AS")
+    assert str(server_uuid7().compile(dialect=make())) == sql
+    assert str(sa.select(server_uuid7()).compile(dialect=make())).startswith(f"SELECT {sql} AS")
 
 
 @pytest.mark.parametrize("name", list(SUPPORTED))
@@ -98,7 +98,7 @@ def test_exact_ddl_postgresql_and_mariadb() -> None:
 @pytest.mark.parametrize("name", list(UNSUPPORTED))
 def test_refused_with_what_to_do_instead(name: str) -> None:
     make, server = UNSUPPORTED[name]
-    for statement in (uuidv7(), sa.select(uuidv7()), CreateTable(table())):
+    for statement in (server_uuid7(), sa.select(server_uuid7()), CreateTable(table())):
         with pytest.raises(UnsupportedServerFunctionError) as info:
             statement.compile(dialect=make())
         message = str(info.value)
@@ -109,7 +109,7 @@ def test_refused_with_what_to_do_instead(name: str) -> None:
 
 def test_str_of_a_statement_reads_uuidv7() -> None:
     # str() compiles for reading with SQLAlchemy's "default" dialect, never for a server
-    assert str(uuidv7()) == "uuidv7()"
+    assert str(server_uuid7()) == "uuidv7()"
     assert "DEFAULT uuidv7()" in str(CreateTable(table()))
 
 
@@ -124,15 +124,17 @@ def test_the_error_reaches_create_all_unwrapped() -> None:
 
 def test_in_an_insert_postgresql() -> None:
     t = table()
-    sql = str(sa.insert(t).values(id=uuidv7(), payload="x").compile(dialect=postgresql.dialect()))
+    sql = str(
+        sa.insert(t).values(id=server_uuid7(), payload="x").compile(dialect=postgresql.dialect())
+    )
     assert sql.startswith("INSERT INTO events (id, payload) VALUES (uuidv7(), ")
 
 
 def test_the_element_is_typed_and_cacheable() -> None:
-    element = uuidv7()
-    assert isinstance(element, UuidV7)
+    element = server_uuid7()
+    assert isinstance(element, ServerUuid7)
     assert isinstance(element.type, CombGuid)
-    assert element._generate_cache_key() == uuidv7()._generate_cache_key()
+    assert element._generate_cache_key() == server_uuid7()._generate_cache_key()
 
 
 def test_offline_alembic_migration_renders_the_default() -> None:
@@ -144,7 +146,7 @@ def test_offline_alembic_migration_renders_the_default() -> None:
         opts: dict[str, Any] = {"as_sql": True, "output_buffer": buf}
         ctx = MigrationContext.configure(dialect_name=dialect_name, opts=opts)
         Operations(ctx).create_table(
-            "events", sa.Column("id", CombGuid(), primary_key=True, server_default=uuidv7())
+            "events", sa.Column("id", CombGuid(), primary_key=True, server_default=server_uuid7())
         )
         assert sql in buf.getvalue()
 
@@ -191,3 +193,60 @@ def test_autogenerate_compares_a_reflected_uuidv7_by_name(reflected: str, same: 
     )
     expected = PriorityDispatchResult.STOP if same else PriorityDispatchResult.CONTINUE
     assert result is expected
+
+
+# -- the old names (uuidv7, UuidV7): deprecated, still working for one minor version ----------
+
+#: a migration file as autogenerate wrote it before server_uuid7(), offline against PostgreSQL
+_OLD_MIGRATION = """
+import sqlalchemy as sa
+from alembic import op
+
+import sqlalchemy_seqkeys
+
+
+def upgrade() -> None:
+    op.create_table(
+        "events",
+        sa.Column(
+            "id",
+            sqlalchemy_seqkeys.types.CombGuid(),
+            server_default=sqlalchemy_seqkeys.uuidv7(),
+            nullable=False,
+        ),
+        sa.PrimaryKeyConstraint("id"),
+    )
+"""
+
+
+def test_a_migration_written_with_uuidv7_still_runs_and_warns() -> None:
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    buf = io.StringIO()
+    ctx = MigrationContext.configure(
+        dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buf}
+    )
+    namespace: dict[str, Any] = {}
+    exec(compile(_OLD_MIGRATION, "old_migration.py", "exec"), namespace)
+    with (
+        Operations.context(ctx),
+        pytest.deprecated_call(match="use sqlalchemy_seqkeys.server_uuid7"),
+    ):
+        namespace["upgrade"]()
+    assert "id UUID DEFAULT uuidv7() NOT NULL" in buf.getvalue()
+
+
+def test_the_old_names_warn_and_give_the_new_ones() -> None:
+    import sqlalchemy_seqkeys
+    from sqlalchemy_seqkeys import uuid7_sql
+
+    with pytest.deprecated_call(match="use sqlalchemy_seqkeys.server_uuid7"):
+        old_function = uuid7_sql.uuidv7
+    assert old_function is server_uuid7
+    with pytest.deprecated_call(match="use sqlalchemy_seqkeys.server_uuid7"):
+        assert sqlalchemy_seqkeys.uuidv7 is server_uuid7
+    with pytest.deprecated_call(match="use sqlalchemy_seqkeys.ServerUuid7"):
+        old_class = sqlalchemy_seqkeys.UuidV7
+    assert old_class is ServerUuid7
+    assert isinstance(server_uuid7(), old_class)  # isinstance checks in user code keep working

@@ -32,9 +32,9 @@ from sqlalchemy_seqkeys import (
     TableSequence,
     WorkerLease,
     WorkerLeaseLostError,
-    comb_guid,
     create_table_sequence,
     new_comb,
+    new_comb_guid,
     new_uuid7,
     sequences_table,
     workers_table,
@@ -77,9 +77,11 @@ GENERATORS: dict[str, Callable[[], uuid.UUID]] = {
     **{f"new_comb({layout.name})": partial(new_comb, layout) for layout in CombLayout},
     **{f"comb_minter({layout.name})": comb_minter(layout) for layout in CombLayout},
     "new_uuid7": new_uuid7,
-    "comb_guid on postgresql": _default_on(comb_guid, "postgresql"),
-    "comb_guid on mssql": _default_on(comb_guid, "mssql"),
-    "comb_guid.with_layout('as_binary')": _default_on(comb_guid.with_layout("as_binary"), "mysql"),
+    "new_comb_guid on postgresql": _default_on(new_comb_guid, "postgresql"),
+    "new_comb_guid on mssql": _default_on(new_comb_guid, "mssql"),
+    "new_comb_guid.with_layout('as_binary')": _default_on(
+        new_comb_guid.with_layout("as_binary"), "mysql"
+    ),
 }
 
 

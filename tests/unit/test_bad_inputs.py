@@ -25,7 +25,7 @@ from sqlalchemy_seqkeys import (
     TableSequence,
     WorkerLease,
     bit_reversed_sequence,
-    comb_guid,
+    new_comb_guid,
     pooled_sequence,
 )
 from tests._helpers import without_package
@@ -88,8 +88,8 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[SeqKeysError]]] = [
         InvalidSnowflakeError,
     ),
     (
-        "comb_guid on a String(20) column",
-        lambda: _table(sa.Column("id", sa.String(20), primary_key=True, default=comb_guid)),
+        "new_comb_guid on a String(20) column",
+        lambda: _table(sa.Column("id", sa.String(20), primary_key=True, default=new_comb_guid)),
         InvalidGuidError,
     ),
     (

@@ -33,8 +33,8 @@ from sqlalchemy_seqkeys import (
     Snowflake,
     TableSequence,
     bit_reversed_sequence,
-    comb_guid,
     new_comb,
+    new_comb_guid,
     new_uuid7,
     pooled_sequence,
     spanner_shard_column,
@@ -138,8 +138,8 @@ def test_an_explicit_autoincrement_is_left_alone() -> None:
 
 
 GUID_DEFAULTS: list[tuple[str, Any]] = [
-    ("comb_guid", comb_guid),
-    ("comb_guid.with_layout", comb_guid.with_layout("at_end")),
+    ("new_comb_guid", new_comb_guid),
+    ("new_comb_guid.with_layout", new_comb_guid.with_layout("at_end")),
     ("new_uuid7", new_uuid7),
     ("comb_minter", comb_minter(CombLayout.AS_BINARY)),
     ("comb_minter as_string", comb_minter("as_string")),
@@ -192,7 +192,7 @@ def test_the_orm_checks_a_guid_column_typed_by_its_annotation() -> None:
 
     class Document(Base):
         __tablename__ = "documents"
-        id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=comb_guid)
+        id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_comb_guid)
 
     assert isinstance(Document.__table__.c.id.type, sa.Uuid)
 

@@ -13,8 +13,8 @@ from sqlalchemy_seqkeys import (
     CombGuid,
     Snowflake,
     TableSequence,
-    comb_guid,
     doctor,
+    new_comb_guid,
     new_uuid7,
     sequences_table,
 )
@@ -26,7 +26,7 @@ def test_every_declared_strategy_is_a_key_column() -> None:
     sa.Table(
         "keys",
         metadata,
-        sa.Column("a", CombGuid(), primary_key=True, default=comb_guid),
+        sa.Column("a", CombGuid(), primary_key=True, default=new_comb_guid),
         sa.Column("b", CombGuid(), default=new_uuid7),
         sa.Column("c", sa.BigInteger, default=Snowflake(worker_id=3)),
         sa.Column("d", sa.BigInteger, default=TableSequence("keys_d", mode="batch")),

@@ -325,9 +325,11 @@ def _amethod(make: Callable[[], Any], name: str) -> Callable[..., Any]:
 
 
 def _insert_with_comb_guid() -> Any:
-    """comb_guid as SQLAlchemy calls it: with an INSERT's execution context."""
+    """new_comb_guid as SQLAlchemy calls it: with an INSERT's execution context."""
     t = sa.Table(
-        "g", sa.MetaData(), sa.Column("id", sk.CombGuid(), primary_key=True, default=sk.comb_guid)
+        "g",
+        sa.MetaData(),
+        sa.Column("id", sk.CombGuid(), primary_key=True, default=sk.new_comb_guid),
     )
     engine = sa.create_engine("sqlite://")
     t.create(engine)
@@ -473,7 +475,7 @@ TARGETS: list[Target] = [
             )
         },
     ),
-    Target("uuidv7", sk.uuidv7, dict, {}),
+    Target("server_uuid7", sk.server_uuid7, dict, {}),
     Target(
         "uuid7_bounds",
         sk.uuid7_bounds,
@@ -683,8 +685,10 @@ TARGETS: list[Target] = [
         },
     ),
     Target(
-        "comb_guid",
-        lambda context: _insert_with_comb_guid() if context == "insert" else sk.comb_guid(context),
+        "new_comb_guid",
+        lambda context: (
+            _insert_with_comb_guid() if context == "insert" else sk.new_comb_guid(context)
+        ),
         lambda: {"context": "insert"},
         {"context": st.sampled_from([5, "ctx", object()])},
     ),
@@ -832,10 +836,10 @@ TARGETS: list[Target] = [
     ),
     Target("CombLayout", sk.CombLayout, lambda: {"value": "as_string"}, {"value": choice()}),
     Target("SequenceMode", sk.SequenceMode, lambda: {"value": "batch"}, {"value": choice()}),
-    Target("UuidV7", sk.UuidV7, dict, {}),
+    Target("ServerUuid7", sk.ServerUuid7, dict, {}),
     Target(
-        "UuidV7 (arguments)",
-        lambda clause=None: sk.UuidV7() if clause is None else sk.UuidV7(clause),
+        "ServerUuid7 (arguments)",
+        lambda clause=None: sk.ServerUuid7() if clause is None else sk.ServerUuid7(clause),
         lambda: {"clause": None},
         {"clause": st.sampled_from([5, "x", sa.literal(1)])},
     ),
@@ -904,19 +908,19 @@ TARGETS: list[Target] = [
     ),
     Target(
         "CombGuidDefault.layout_for",
-        _method(lambda: sk.comb_guid, "layout_for"),
+        _method(lambda: sk.new_comb_guid, "layout_for"),
         lambda: {"dialect": "sqlite"},
         {"dialect": dialect_or_name()},
     ),
     Target(
         "CombGuidDefault.minter",
-        _method(lambda: sk.comb_guid, "minter"),
+        _method(lambda: sk.new_comb_guid, "minter"),
         lambda: {"dialect": "sqlite"},
         {"dialect": dialect_or_name()},
     ),
     Target(
         "CombGuidDefault.with_layout",
-        _method(lambda: sk.comb_guid, "with_layout"),
+        _method(lambda: sk.new_comb_guid, "with_layout"),
         lambda: {"layout": "as_binary"},
         {"layout": choice()},
     ),
@@ -1398,7 +1402,9 @@ def test_every_public_name_is_covered() -> None:
 def _aliases(label: str) -> set[str]:
     # *args spelled as one parameter in the table
     return (
-        {"columns", "clauses"} if label in {"ShardId", "spanner_shard_column", "UuidV7"} else set()
+        {"columns", "clauses"}
+        if label in {"ShardId", "spanner_shard_column", "ServerUuid7"}
+        else set()
     )
 
 
@@ -1424,9 +1430,9 @@ _NOT_INTEGER_TYPES: list[Any] = [
     sk.CombGuid(),
 ]
 _GUID_DEFAULTS: dict[str, Any] = {
-    "comb_guid": sk.comb_guid,
+    "new_comb_guid": sk.new_comb_guid,
     "new_uuid7": sk.new_uuid7,
-    "comb_guid.with_layout": sk.comb_guid.with_layout("at_end"),
+    "new_comb_guid.with_layout": sk.new_comb_guid.with_layout("at_end"),
 }
 _NOT_GUID_TYPES: list[Any] = [
     sa.Float(),
