@@ -220,8 +220,8 @@ def uuid7_timestamp(value: uuid.UUID) -> datetime:
     whose random bits happen to read as version 7 (about 1 in 32 of the
     ``as_string`` layout) from a UUIDv7: know which kind a column holds.
 
-    :param value: a version 7 ``uuid.UUID`` (:func:`new_uuid7`, the server's
-        ``uuidv7()``, Python 3.14's ``uuid.uuid7()``).
+    :param value: a version 7 ``uuid.UUID`` (:func:`new_uuid7`,
+        :func:`~sqlalchemy_seqkeys.server_uuid7`, Python 3.14's ``uuid.uuid7()``).
     :raises InvalidGuidError: for anything but a version 7 ``uuid.UUID`` (COMB
         values have no version: use :func:`~sqlalchemy_seqkeys.comb_timestamp`).
     :raises TimestampOutOfRangeError: for a millisecond past the year 9999.
