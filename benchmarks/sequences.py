@@ -52,6 +52,7 @@ import json
 import os
 import random
 import secrets
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -806,10 +807,10 @@ def _grid(args: argparse.Namespace, url: str) -> int:
     return 0
 
 
-def _against_baseline(args: argparse.Namespace, url: str) -> int:
-    """Run the grid with this checkout's library and the baseline's, in alternating rounds."""
-    here = Path(__file__).resolve().parent.parent
-    shim = Path(tempfile.mkdtemp(prefix="seqkeys_baseline_"))
+def _rounds(
+    args: argparse.Namespace, url: str, here: Path, shim: Path
+) -> dict[str, dict[str, list[dict[str, float]]]]:
+    """The grid's rows per side (this checkout, the baseline), from alternating rounds."""
     # the same harness, the baseline's library: a directory with both, run as cwd
     (shim / "sqlalchemy_seqkeys").symlink_to(Path(args.baseline).resolve() / "sqlalchemy_seqkeys")
     (shim / "benchmarks").symlink_to(here / "benchmarks")
@@ -826,10 +827,36 @@ def _against_baseline(args: argparse.Namespace, url: str) -> int:
             print(f"round {round_no + 1}: {side}", flush=True)
             env = {**os.environ, "PYTHONPATH": str(sides[side])}
             subprocess.run(command, cwd=sides[side], env=env, check=True)
-            for key, row in json.loads(out.read_text()).items():
+            rows = json.loads(out.read_text())
+            for key, row in rows.items():
+                # against the ceiling of the same run: the machine's load moves both
+                ceiling = rows.get(f"none,{key.split(',')[1]}")
+                if ceiling:
+                    row["vs_ceiling"] = row["rate"] / ceiling["rate"]
+                    row["p99_vs_ceiling"] = row["p99"] / ceiling["p99"]
                 found[side].setdefault(key, []).append(row)
+    return found
+
+
+def _against_baseline(args: argparse.Namespace, url: str) -> int:
+    """Run the grid with this checkout's library and the baseline's, in alternating rounds."""
+    here = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="seqkeys_baseline_") as tmp:
+        found = _rounds(args, url, here, Path(tmp))
     median = {
         side: {k: sorted(v, key=lambda r: r["rate"])[len(v) // 2] for k, v in rows.items()}
+        for side, rows in found.items()
+    }
+    # each run's ratio to its own ceiling, then the median over the rounds
+    paired = {
+        side: {
+            k: {
+                name: statistics.median(r[name] for r in v)
+                for name in ("vs_ceiling", "p99_vs_ceiling")
+            }
+            for k, v in rows.items()
+            if all("vs_ceiling" in r for r in v)
+        }
         for side, rows in found.items()
     }
     table = Table(
@@ -841,7 +868,6 @@ def _against_baseline(args: argparse.Namespace, url: str) -> int:
             "new / baseline",
             "new vs ceiling",
             "baseline vs ceiling",
-            "p99 new / baseline",
             "p99 new vs ceiling",
             "p99 baseline vs ceiling",
         ]
@@ -849,23 +875,28 @@ def _against_baseline(args: argparse.Namespace, url: str) -> int:
     for key, new in median["new"].items():
         mode, threads = key.split(",")
         old = median["baseline"].get(key)
-        ceiling = median["new"].get(f"none,{threads}")
-        old_ceiling = median["baseline"].get(f"none,{threads}")
+        new_paired = paired["new"].get(key, {})
+        old_paired = paired["baseline"].get(key, {})
         table.add(
             mode,
             threads,
             f"{new['rate']:,.1f}",
             f"{old['rate']:,.1f}" if old else "-",
             ratio(new["rate"], old["rate"] if old else None),
-            ratio(new["rate"], ceiling["rate"] if ceiling else None),
-            ratio(old["rate"] if old else None, old_ceiling["rate"] if old_ceiling else None),
-            ratio(new["p99"], old["p99"] if old else None),
-            ratio(new["p99"], ceiling["p99"] if ceiling else None),
-            ratio(old["p99"] if old else None, old_ceiling["p99"] if old_ceiling else None),
+            *(
+                f"{ratios[name]:.2f}x" if name in ratios else "-"
+                for ratios, name in (
+                    (new_paired, "vs_ceiling"),
+                    (old_paired, "vs_ceiling"),
+                    (new_paired, "p99_vs_ceiling"),
+                    (old_paired, "p99_vs_ceiling"),
+                )
+            ),
         )
     print(
         f"this checkout against {args.baseline}: medians of {args.repeat} alternating rounds, "
-        f"{args.iterations} iterations per row"
+        f"{args.iterations} iterations per row; 'vs ceiling': each run against the ceiling "
+        "of the same run"
     )
     print(format_table(table))
     if args.json:
