@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAMILIES",
+    "BlockStatement",
     "CatalogReader",
     "DialectFacts",
     "GuidStorage",
@@ -116,6 +117,8 @@ class SequenceResync(Protocol):
 CatalogReader = Callable[["sa.Connection", "sa.Sequence"], "tuple[int, bool] | None"]
 #: the statements that move a native sequence past MAX(column), never backwards
 ResyncBuilder = Callable[[SequenceResync], "list[sa.Executable]"]
+#: one statement that returns ``n`` values of a native sequence (a block of counters)
+BlockStatement = Callable[["sa.Sequence", int], "sa.Select[Any]"]
 #: the value a native sequence's next nextval returns (given its increment),
 #: read without calling it; None: not known
 NextValueReader = Callable[["sa.Connection", "sa.Sequence", int], "int | None"]
@@ -157,6 +160,9 @@ class DialectFacts:
     resync_statements: ResyncBuilder | None = None
     #: reads what a native sequence hands out next (doctor); None: not known here
     read_sequence_next: NextValueReader | None = None
+    #: fetches a block of a native sequence's values in one statement
+    #: (bit-reversed sequences); None: one statement per value
+    sequence_block: BlockStatement | None = None
     #: TRANSITIONAL, delete once pooled.py calls read_sequence_catalog and
     #: resync_statements above: its keys into pooled._CATALOGS and
     #: pooled._RESYNC_STATEMENTS

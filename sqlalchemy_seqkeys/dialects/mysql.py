@@ -48,6 +48,25 @@ def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int
     return None if value is None else int(value)
 
 
+def sequence_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
+    """MariaDB: ``n`` values of ``sequence`` in one statement, over ``seq_1_to_N``."""
+    # seq_1_to_N: a table of the SEQUENCE storage engine, in the sequence's
+    # own database (a schema_translate_map moves both). NEXTVAL is evaluated
+    # once per row sent, never rolled back.
+    rows = sa.Table(f"seq_1_to_{n}", sa.MetaData(), schema=sequence.schema)
+    return sa.select(sequence.next_value()).select_from(rows)
+
+
+def sequence_block_without_sequence_engine(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
+    """MariaDB with the SEQUENCE engine off (``--skip-sequence``): over a recursive CTE."""
+    # The server stops recursing at max_recursive_iterations (1000 by default):
+    # a statement then brings fewer counters, each of them as good.
+    one: sa.ColumnElement[int] = sa.literal_column("1", sa.Integer)
+    base = sa.select(one.label("i")).cte("seqkeys_rows", recursive=True)
+    rows = base.union_all(sa.select(base.c.i + one).where(base.c.i < sa.literal_column(str(n))))
+    return sa.select(sequence.next_value()).select_from(rows)
+
+
 #: the session variable a resync passes its value through
 NEXT_VARIABLE = "@seqkeys_resync_next"
 
@@ -98,6 +117,7 @@ FACTS = DialectFacts(  # MariaDB too (family counts it as MySQL)
     sequence_resync="alter_restart",  # TRANSITIONAL (pooled.py)
     resync_statements=resync_statements,
     read_sequence_next=read_next,
+    sequence_block=sequence_block,  # MySQL has no sequences: never asked there
     # UNIX_TIMESTAMP(NOW(3)) converts the session's local time back, which is
     # ambiguous in the repeated autumn hour and comes out an hour early there.
     # UTC_TIMESTAMP and TIMESTAMPDIFF involve no zone at all.

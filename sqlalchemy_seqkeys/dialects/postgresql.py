@@ -39,6 +39,13 @@ def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int
     return int(row[0]) + increment if row[1] else int(row[0])
 
 
+def sequence_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
+    """``n`` values of ``sequence`` in one statement: ``nextval`` over ``generate_series``."""
+    # nextval() is volatile: evaluated once per row, never rolled back
+    rows = sa.func.generate_series(1, n).table_valued("i")
+    return sa.select(sequence.next_value()).select_from(rows)
+
+
 class SequenceNoCycle(ExecutableDDLElement):
     """``ALTER SEQUENCE name NO CYCLE``, the name quoted by the compiler (never by hand)."""
 
@@ -103,6 +110,7 @@ FACTS = DialectFacts(
     sequence_resync="setval",  # TRANSITIONAL (pooled.py)
     resync_statements=resync_statements,
     read_sequence_next=read_next,
+    sequence_block=sequence_block,
     now_ms_sql="CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
     identifier_bytes=63,  # NAMEDATALEN - 1; longer ones are cut there, silently
 )

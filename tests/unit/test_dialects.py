@@ -37,7 +37,12 @@ def test_every_family_module_gives_behaviour_not_keys(name: str) -> None:
     assert isinstance(found, DialectFacts)
     assert isinstance(found.guid_storage, GuidStorage)
     assert found.guid_order is None or isinstance(found.guid_order, CombLayout)
-    for behaviour in ("read_sequence_catalog", "resync_statements", "read_sequence_next"):
+    for behaviour in (
+        "read_sequence_catalog",
+        "resync_statements",
+        "read_sequence_next",
+        "sequence_block",
+    ):
         value = getattr(found, behaviour)
         assert value is None or callable(value), (name, behaviour)
     strings = {
@@ -127,3 +132,29 @@ def test_a_family_module_is_imported_only_when_its_engine_is_used() -> None:
     for other in ("postgresql", "mysql", "mssql", "oracle"):
         assert f"sqlalchemy_seqkeys.dialects.{other}" not in loaded
         assert f"sqlalchemy.dialects.{other}" not in loaded
+
+
+@pytest.mark.parametrize("name", ["postgresql", "mariadb", "spanner"])
+def test_a_block_of_sequence_values_is_one_statement(name: str) -> None:
+    # the same statements tests/compile/test_bit_reversed_ddl.py expects
+    from tests.compile.test_bit_reversed_ddl import BLOCKS, DIALECTS, SEQUENCE
+
+    dialect = DIALECTS[name]()
+    build = facts(dialect).sequence_block
+    assert build is not None
+    statement = build(SEQUENCE.sequence, 7)
+    assert " ".join(str(statement.compile(dialect=dialect)).split()) == BLOCKS[name]
+
+
+def test_block_statements_where_there_are_none_or_limits() -> None:
+    from sqlalchemy_seqkeys.dialects import mysql as mysql_family
+    from sqlalchemy_seqkeys.dialects import spanner as spanner_family
+
+    assert facts("oracle").sequence_block is None  # one value per statement there
+    assert facts("mssql").sequence_block is None
+    sequence = sa.Sequence("order_id")
+    capped = spanner_family.sequence_block(sequence, 2**20)
+    assert sorted(capped.compile().params.values()) == [1, spanner_family.MOST_PER_STATEMENT]
+    dialect = mysql.dialect(is_mariadb=True)
+    cte = mysql_family.sequence_block_without_sequence_engine(sequence, 7)
+    assert "WITH RECURSIVE seqkeys_rows" in str(cte.compile(dialect=dialect))
