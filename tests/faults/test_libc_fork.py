@@ -197,8 +197,12 @@ def test_a_forked_child_draws_a_process_token_of_its_own(how: str) -> None:
 # thread waited for the GIL (a lease's renewal, a table sequence's refill, any
 # thread): the child inherits the waiter's request for the GIL, and its first
 # hand-over waits forever for a thread that does not exist there, before any
-# library code runs. PyOS_AfterFork_Child() (which os.fork() calls, and uWSGI
-# with --py-call-osafterfork) re-creates the GIL first. The library's part: a
+# library code runs. PyOS_AfterFork_Child() re-creates the GIL first: os.fork()
+# calls it, after PyOS_BeforeFork() in the parent, and so does uWSGI with
+# --py-call-uwsgi-fork-hooks. Called without PyOS_BeforeFork() (uWSGI's
+# --py-call-osafterfork alone), Python 3.13 aborts the child ("Fatal Python
+# error: _PyRecursiveMutex_Unlock": it releases an import lock that
+# PyOS_BeforeFork() would have taken), so the C helper pairs them. The library's part: a
 # child that runs gets ids and values of its own, and waits on no lock a
 # parent's thread held. docs/production.md ("Forks") says which forks are safe.
 
