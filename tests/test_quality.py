@@ -82,6 +82,7 @@ PARAMS_DOCUMENTED = {
     "sqlalchemy_seqkeys.alembic",
     "sqlalchemy_seqkeys.alembic.spanner",
     "sqlalchemy_seqkeys.cli",
+    "sqlalchemy_seqkeys.comb",
     "sqlalchemy_seqkeys.demo",
     "sqlalchemy_seqkeys.errors",
     "sqlalchemy_seqkeys.opaque",
@@ -91,6 +92,7 @@ PARAMS_DOCUMENTED = {
     "sqlalchemy_seqkeys.timerange",
     "sqlalchemy_seqkeys.typeid",
     "sqlalchemy_seqkeys.typeid_sql",
+    "sqlalchemy_seqkeys.uuid7",
     "sqlalchemy_seqkeys.uuid7_sql",
 }
 
