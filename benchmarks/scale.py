@@ -146,9 +146,9 @@ def _identity(md: sa.MetaData, table: str) -> sa.Column[Any]:
 
 def _pooled(allocation_size: int) -> Callable[[sa.MetaData, str], sa.Column[Any]]:
     def column(md: sa.MetaData, table: str) -> sa.Column[Any]:
-        from sqlalchemy_seqkeys import pooled_sequence
+        from sqlalchemy_seqkeys import PooledSequence
 
-        default = pooled_sequence(f"{table}_seq", allocation_size, metadata=md)
+        default = PooledSequence(f"{table}_seq", batch_size=allocation_size, metadata=md)
         return sa.Column(
             "id", sa.BigInteger, primary_key=True, default=default, autoincrement=False
         )
@@ -168,7 +168,8 @@ def pooled_spec(allocation_size: int, name: str = "") -> Spec:
         name or f"pooled-{allocation_size}",
         ("postgresql", "mariadb"),
         _pooled(allocation_size),
-        f"`pooled_sequence(..., {allocation_size})`: one `nextval` per {allocation_size:,} keys",
+        f"`PooledSequence(..., batch_size={allocation_size})`: "
+        f"one `nextval` per {allocation_size:,} keys",
     )
 
 
@@ -180,7 +181,7 @@ def spec(name: str, allocation_size: int = POOLED_ALLOCATION) -> Spec:
     Example::
 
         >>> spec("pooled-50").what
-        '`pooled_sequence(..., 50)`: one `nextval` per 50 keys'
+        '`PooledSequence(..., batch_size=50)`: one `nextval` per 50 keys'
     """
     found = _POOLED_N.match(name)
     if found:
@@ -533,14 +534,14 @@ def known(name: str) -> bool:
 
 
 def _usable(specs: Sequence[str], notes: list[str]) -> list[str]:
-    """``specs`` without ``pooled*`` when pooled_sequence cannot be imported (said in ``notes``)."""
+    """``specs`` without ``pooled*`` when PooledSequence cannot be imported (said in ``notes``)."""
     if not any(s.startswith("pooled") for s in specs):
         return list(specs)
     try:
-        from sqlalchemy_seqkeys import pooled_sequence  # noqa: F401
+        from sqlalchemy_seqkeys import PooledSequence  # noqa: F401
     except ImportError as exc:
         notes.append(
-            f"`pooled` left out: sqlalchemy_seqkeys.pooled_sequence not importable ({exc})."
+            f"`pooled` left out: sqlalchemy_seqkeys.PooledSequence not importable ({exc})."
         )
         return [s for s in specs if not s.startswith("pooled")]
     return list(specs)

@@ -22,7 +22,7 @@ from alembic.operations import Operations
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import sqlalchemy_seqkeys.alembic
-from sqlalchemy_seqkeys import bit_reversed_sequence, sequences_table
+from sqlalchemy_seqkeys import BitReversedSequence, sequences_table
 
 # Alembic loads the seqkeys plugin from the package's entry point; a script that
 # drives Operations directly makes sure of op.create_bit_reversed_sequence & co.
@@ -37,7 +37,7 @@ class Base(DeclarativeBase):
 
 
 sequences_table(Base.metadata)  # where the engine has no sequences, the counter lives here
-customer_id = bit_reversed_sequence("example_customer_id", skip_range=(1, LEGACY_ROWS))
+customer_id = BitReversedSequence("example_customer_id", skip_range=(1, LEGACY_ROWS))
 
 
 class Customer(Base):

@@ -22,7 +22,7 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from sqlalchemy_seqkeys import (
-    bit_reversed_sequence,
+    BitReversedSequence,
     reverse_bits,
     sequences_table,
     shard_of,
@@ -36,7 +36,7 @@ class Base(DeclarativeBase):
 
 
 sequences_table(Base.metadata)  # holds the user id counter where there are no sequences
-user_id = bit_reversed_sequence("example_user_id", start_with_counter=1, metadata=Base.metadata)
+user_id = BitReversedSequence("example_user_id", start=1, metadata=Base.metadata)
 
 
 class User(Base):

@@ -1,16 +1,16 @@
 """A seqkeys sequence among a Column's positional arguments, as a ``Sequence`` stands there.
 
 SQLAlchemy accepts ``Column("id", BigInteger, Sequence("order_id"))``; the
-library's sequence-like defaults (:func:`~sqlalchemy_seqkeys.pooled_sequence`,
-:func:`~sqlalchemy_seqkeys.bit_reversed_sequence`,
+library's sequence-like defaults (:class:`~sqlalchemy_seqkeys.PooledSequence`,
+:class:`~sqlalchemy_seqkeys.BitReversedSequence`,
 :class:`~sqlalchemy_seqkeys.TableSequence`) read the same way, so they are
 accepted there too and mean exactly ``default=...``::
 
     >>> import sqlalchemy as sa
-    >>> from sqlalchemy_seqkeys import pooled_sequence
-    >>> column = sa.Column("id", sa.BigInteger, pooled_sequence("order_id"), primary_key=True)
+    >>> from sqlalchemy_seqkeys import PooledSequence
+    >>> column = sa.Column("id", sa.BigInteger, PooledSequence("order_id"), primary_key=True)
     >>> column.default.arg
-    pooled_sequence('order_id', 50)
+    PooledSequence('order_id', batch_size=50)
 """
 
 from __future__ import annotations

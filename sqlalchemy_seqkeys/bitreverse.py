@@ -11,17 +11,17 @@ values Spanner computes for the same counter, and is its own inverse::
     >>> reverse_bits(reverse_bits(12345))
     12345
 
-:func:`bit_reversed_sequence` declares a sequence with Spanner's values on
+:class:`BitReversedSequence` declares a sequence with Spanner's values on
 every engine. With ``batch_size=N`` it reads ``N`` counters per statement and
 hands their values out from memory, so a flush of many rows costs about one
 round trip per ``N`` rows; the values stay Spanner's, ``skip_range``
 included::
 
     >>> import sqlalchemy as sa
-    >>> from sqlalchemy_seqkeys import bit_reversed_sequence, sequences_table
+    >>> from sqlalchemy_seqkeys import BitReversedSequence, sequences_table
     >>> metadata = sa.MetaData()
     >>> _ = sequences_table(metadata)   # where the counter lives on SQLite and MySQL
-    >>> order_id = bit_reversed_sequence("order_id", batch_size=50, metadata=metadata)
+    >>> order_id = BitReversedSequence("order_id", batch_size=50, metadata=metadata)
     >>> orders = sa.Table(
     ...     "orders", metadata,
     ...     sa.Column("id", sa.BigInteger, primary_key=True, default=order_id,
@@ -38,14 +38,14 @@ included::
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.schema import CreateSequence
+from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence
 from sqlalchemy.sql.compiler import DDLCompiler
 
 from sqlalchemy_seqkeys._blocks import (
@@ -55,15 +55,21 @@ from sqlalchemy_seqkeys._blocks import (
 from sqlalchemy_seqkeys._dialect import (
     bit_reversed_block,
     check_identifier,
-    create_native_sequence,
     natively_bit_reversed,
 )
 from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_int
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
-from sqlalchemy_seqkeys.sequences import _aio
 from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, values_block
+from sqlalchemy_seqkeys.sequences._contract import (
+    NOT_GIVEN,
+    SequenceContract,
+    Unset,
+    create_native,
+    drop_native,
+    resolve_alias,
+)
 from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import (
@@ -72,9 +78,6 @@ from sqlalchemy_seqkeys.sequences.table import (
     drop_table_sequence,
     sequences_table,
 )
-
-if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 __all__ = [
     "MAX_BIT_REVERSED_BATCH",
@@ -197,7 +200,7 @@ class BitReversed:
                 raise InvalidBitReversalError(
                     f"{conn.dialect.name} has no sequences; wrap a TableSequence instead: "
                     "BitReversed(TableSequence(name, mode=...)), or declare "
-                    "bit_reversed_sequence(name), which uses one there"
+                    "BitReversedSequence(name), which uses one there"
                 )
             return _next_from_sequence(conn, source)
         return reverse_bits(int(source(context)))
@@ -330,12 +333,16 @@ def _new_block(bind: sa.Engine | sa.Connection, owner: object) -> _Block | None:
     return _Block(_BLOCK_STATEMENTS.get(bit_reversed_block(bind.dialect)))
 
 
-class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
+class BitReversedSequence(BitReversed, SequenceContract, PositionalDefault):
     """A bit-reversed sequence with the same values on every engine; a column default.
 
-    Made by :func:`bit_reversed_sequence`, which documents it. Where its
-    counter lives depends on the engine it runs on, and with ``batch_size``
-    > 1 how a block of counters is fetched in one statement:
+    The ``n``-th value is ``reverse_bits(start + n)``, except that values
+    inside ``skip_range=(low, high)`` (inclusive) are never handed out: as on
+    Spanner, the counter that would give one is consumed and the next counter
+    is used. It has the methods every sequence class has
+    (docs/reference/sequences.md). Where its counter lives depends on the
+    engine it runs on, and with ``batch_size`` > 1 how a block of counters is
+    fetched in one statement:
 
     ==========================  ==========================  =====================================
     engine                      counter                     a block of ``N`` counters
@@ -352,28 +359,72 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
                                 table                       by ``N``, committed on its own
     ==========================  ==========================  =====================================
 
+    **Blocks.** ``batch_size=N`` (1 to 2**20; default 1, one statement per
+    value) fetches ``N`` counters in one statement and hands their values out
+    from memory: a 2,000-row flush reads the sequence about 2,000 / N times,
+    and keys stay client-side, so the INSERTs stay batched. The values are
+    Spanner's, skip range included (a skipped counter is consumed, also
+    inside a block). Each fetch runs on the INSERT's own connection, under
+    asyncio too (SQLite and MySQL: a ``batch`` TableSequence, committed on its
+    own; under asyncio on the engine's allocation lane). Engines without a
+    block statement (Oracle, SQL Server) take one value per statement. Blocks
+    are kept per engine (pool) and ``schema_translate_map``, shared by threads
+    and by asyncio tasks; a forked child, also one forked by libc ``fork()``,
+    never hands out its parent's block.
+
+    With blocks, values are unique but no longer ordered across threads and
+    processes nor gapless: a rolled-back transaction does not give its values
+    back (with ``batch_size=1`` the sequences table does), and a process that
+    stops loses the rest of its block. Spanner, PostgreSQL and MariaDB never
+    give a value back, with or without blocks.
+
+    :param name: the sequence's name.
+    :param start: the counter of the first value (Spanner's ``start_with_counter``),
+        1 to 2**63 - 1.
+    :param skip_range: ``(low, high)``: values never handed out (inclusive).
+    :param batch_size: counters per statement, held in memory: 1 to 2**20.
+    :param schema: the native sequence's schema.
+    :param table: the sequences table where the engine has no sequences.
+    :param metadata: create and drop it with this ``MetaData`` (:meth:`attach`).
+    :param start_with_counter: Spanner's name of ``start``, accepted as an
+        alias (pass one of the two).
+
     Example::
 
-        order_id = bit_reversed_sequence("order_id", start_with_counter=1000, batch_size=50)
-        order_id.create(engine)
+        order_id = BitReversedSequence(
+            "order_id", start=1000, skip_range=(1, 99_999), batch_size=50,
+            metadata=Base.metadata,
+        )
+
+        class Order(Base):
+            __tablename__ = "orders"
+            id: Mapped[int] = mapped_column(BigInteger, primary_key=True, default=order_id)
+
         order_id.next_value(engine)        # outside the ORM
     """
+
+    _info_key = "seqkeys_bit_reversed"
+    _error = InvalidBitReversalError
 
     def __init__(
         self,
         name: str,
         *,
-        start_with_counter: int = 1,
+        start: int = Unset(1),
         skip_range: SkipRange | None = None,
         batch_size: int = 1,
         schema: str | None = None,
         table: str = DEFAULT_TABLE,
         metadata: sa.MetaData | None = None,
+        start_with_counter: int | None = NOT_GIVEN,
     ) -> None:
         check_name(name)
-        check_int(
-            start_with_counter,
-            "start_with_counter",
+        first = resolve_alias(
+            start, "start", start_with_counter, "start_with_counter", InvalidBitReversalError
+        )
+        start = check_int(
+            first,
+            "start" if start_with_counter is NOT_GIVEN else "start_with_counter",
             InvalidBitReversalError,
             min=1,
             max=_LIMIT - 1,
@@ -391,12 +442,12 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
         check_name_arg(table, "table", InvalidBitReversalError)
         check_instance(metadata, sa.MetaData, "metadata", InvalidBitReversalError, nullable=True)
         self.name = name
-        self.start_with_counter = start_with_counter
+        self.start = start
         self.schema = schema
         self.table = table
         self.sequence = _NativeBitReversedSequence(
             name,
-            start_with_counter=start_with_counter,
+            start_with_counter=start,
             skip_range=_check_skip_range(skip_range),
             schema=schema,
         )
@@ -410,10 +461,12 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
     def __repr__(self) -> str:
         skip = f", skip_range={self.skip_range}" if self.skip_range else ""
         batch = f", batch_size={self.batch_size}" if self.batch_size != 1 else ""
-        return (
-            f"bit_reversed_sequence({self.name!r}, "
-            f"start_with_counter={self.start_with_counter}{skip}{batch})"
-        )
+        return f"BitReversedSequence({self.name!r}, start={self.start}{skip}{batch})"
+
+    @property
+    def start_with_counter(self) -> int:
+        """Spanner's name of :attr:`start` (read only)."""
+        return self.start
 
     @staticmethod
     def _native(dialect: sa.Dialect) -> bool:
@@ -519,6 +572,8 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
     def next_value(self, bind: sa.Engine | sa.Connection) -> int:
         """Take one value outside the ORM; with an Engine, in a transaction of its own.
 
+        :param bind: an Engine or a Connection (joins its transaction).
+
         Example::
 
             order_id.next_value(engine)    # e.g. 855683929200394240
@@ -526,12 +581,33 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
         with begin(bind, "next_value") as conn:
             return self._value(conn)
 
-    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> None:
+    def next_values(self, bind: sa.Engine | sa.Connection, n: int) -> list[int]:
+        """Take ``n`` distinct values outside the ORM, in the order their counters come.
+
+        Bit-reversed values are not ordered; their counters are, within one
+        call (with blocks, within one process's block).
+
+        :param bind: an Engine (a transaction of its own) or a Connection.
+        :param n: how many, 0 to 2**20.
+
+        Example::
+
+            order_id.next_values(engine, 3)
+        """
+        check_int(n, "n", InvalidBitReversalError, min=0, max=MAX_BIT_REVERSED_BATCH)
+        with begin(bind, "next_values") as conn:
+            return [self._value(conn) for _ in range(n)]
+
+    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
         """Create the sequence: native DDL, or (SQLite, MySQL) its sequences-table row.
 
-        Without sequences the sequences table is created first if it is missing.
-        ``checkfirst=True`` leaves an existing sequence as it is. Blocks this
-        process holds are forgotten: a sequence created anew starts afresh.
+        True if it was created. Without sequences the sequences table is
+        created first if it is missing. Blocks this process holds are
+        forgotten: a sequence created anew starts afresh.
+
+        :param bind: an Engine (a transaction of its own, committed) or a
+            Connection (joins its transaction).
+        :param checkfirst: leave an existing sequence as it is and return False.
 
         Example::
 
@@ -541,57 +617,56 @@ class BitReversedSequence(BitReversed, _aio.AwaitableDDL, PositionalDefault):
         with begin(bind, "create") as conn:
             if self._native(conn.dialect):
                 self._check_identifiers(conn.dialect)
-                create_native_sequence(
+                created = create_native(
                     conn, self.sequence, checkfirst=checkfirst, error=InvalidBitReversalError
                 )
             else:
                 sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
-                self.counter.create(conn, checkfirst=checkfirst)
+                created = self.counter.create(conn, checkfirst=checkfirst)
         self._forget_all()
+        return created
 
-    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> None:
+    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
         """Drop the sequence (or delete its sequences-table row); the table stays.
+
+        True if there was one to drop.
+
+        :param bind: an Engine (a transaction of its own, committed) or a
+            Connection (joins its transaction).
+        :param checkfirst: make a missing sequence a no-op that returns False.
 
         Example::
 
             order_id.drop(engine, checkfirst=True)
         """
         check_flag(checkfirst, "checkfirst", InvalidBitReversalError)
+        dropped = False
         with begin(bind, "drop") as conn:
             if self._native(conn.dialect):
                 self._check_identifiers(conn.dialect)
-                self.sequence.drop(conn, checkfirst=checkfirst)
+                dropped = drop_native(conn, self.sequence, checkfirst=checkfirst)
             elif not checkfirst or sa.inspect(conn).has_table(self.table):
-                drop_table_sequence(conn, self.name, table=self.table, checkfirst=checkfirst)
+                dropped = drop_table_sequence(
+                    conn, self.name, table=self.table, checkfirst=checkfirst
+                )
         self._forget_all()
+        return dropped
 
-    async def next_value_async(self, bind: AsyncEngine | AsyncConnection) -> int:
-        """Awaitable :meth:`next_value`: an AsyncEngine commits, an AsyncConnection joins.
+    def _create_statements(self, dialect: sa.Dialect, metadata: sa.MetaData) -> list[Any]:
+        if self._native(dialect):
+            return [CreateSequence(self.sequence)]
+        table = sequences_table(sa.MetaData(), self.table)
+        statements: list[Any] = []
+        if self.table not in metadata.tables:  # else create_all has just created it
+            statements.append(CreateTable(table))
+        statements.append(sa.insert(table).values(name=self.name, next_value=self.start))
+        return statements
 
-        Example::
-
-            await order_id.next_value_async(async_engine)   # e.g. 855683929200394240
-        """
-        return await _aio.on_connection(bind, "next_value", self.next_value)
-
-    def attach(self, metadata: sa.MetaData) -> None:
-        """Create and drop the sequence with ``metadata.create_all`` / ``drop_all``.
-
-        Example::
-
-            order_id.attach(Base.metadata)   # or bit_reversed_sequence(..., metadata=...)
-        """
-        check_instance(metadata, sa.MetaData, "metadata", InvalidBitReversalError)
-
-        def after_create(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
-            self.create(connection, checkfirst=bool(kw.get("checkfirst", True)))
-
-        def before_drop(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
-            self.drop(connection, checkfirst=bool(kw.get("checkfirst", True)))
-
-        metadata.info.setdefault("seqkeys_bit_reversed", {})[self.name] = self  # for Alembic
-        event.listen(metadata, "after_create", after_create)
-        event.listen(metadata, "before_drop", before_drop)
+    def _drop_statements(self, dialect: sa.Dialect) -> list[Any]:
+        if self._native(dialect):
+            return [DropSequence(self.sequence)]
+        table = sequences_table(sa.MetaData(), self.table)
+        return [sa.delete(table).where(table.c.name == self.name)]
 
 
 def bit_reversed_sequence(
@@ -604,60 +679,30 @@ def bit_reversed_sequence(
     table: str = DEFAULT_TABLE,
     metadata: sa.MetaData | None = None,
 ) -> BitReversedSequence:
-    """Declare a bit-reversed sequence whose values equal Spanner's on every engine.
+    """Deprecated since 0.3 (goes in 0.4): use :class:`BitReversedSequence`, which takes the same.
 
-    The ``n``-th value is ``reverse_bits(start_with_counter + n)``, except
-    that values inside ``skip_range=(low, high)`` (inclusive) are never handed
-    out: as on Spanner, the counter that would give one is consumed and the
-    next counter is used. On Spanner this is the native sequence
-    ``CREATE SEQUENCE name OPTIONS (sequence_kind = 'bit_reversed_positive',
-    start_with_counter = ..., skip_range_min = ..., skip_range_max = ...)``
-    read with ``GET_NEXT_SEQUENCE_VALUE``; on PostgreSQL and MariaDB a native
-    ``CREATE SEQUENCE name START WITH start_with_counter`` whose counter is
-    reversed here; on SQLite (and MySQL, which has no sequences) a row of the
-    ``table`` sequences table, taken in the inserting transaction.
+    ``bit_reversed_sequence(name, start_with_counter=5, ...)`` is
+    ``BitReversedSequence(name, start=5, ...)``.
 
-    **Blocks.** ``batch_size=N`` (1 to 2**20; default 1, one statement per
-    value) fetches ``N`` counters in one statement and hands their values out
-    from memory: a 2,000-row flush reads the sequence about 2,000 / N times,
-    and keys stay client-side, so the INSERTs stay batched. The values are
-    Spanner's, skip range included (a skipped counter is consumed, also
-    inside a block). PostgreSQL: ``SELECT nextval('name') FROM
-    generate_series(1, N)``; MariaDB: ``SELECT NEXTVAL(name) FROM seq_1_to_N``
-    (the SEQUENCE engine; a recursive CTE where it is off, which stops at
-    ``max_recursive_iterations`` counters); Spanner: ``SELECT
-    GET_NEXT_SEQUENCE_VALUE(SEQUENCE name) FROM UNNEST(GENERATE_ARRAY(1, N))``
-    (at most 10,000 per statement), each run on the INSERT's own connection,
-    under asyncio too; SQLite and MySQL: one ``UPDATE`` of the sequences table
-    by ``N``, committed in a transaction of its own (a
-    :class:`~sqlalchemy_seqkeys.TableSequence` in ``batch`` mode; under
-    asyncio on the engine's allocation lane). Engines without such a
-    statement (Oracle, SQL Server) take one value per statement. Blocks are
-    kept per engine (pool) and ``schema_translate_map``, shared by threads
-    and by asyncio tasks; a forked child, also one forked by libc ``fork()``,
-    never hands out its parent's block.
-
-    With blocks, values are unique but no longer ordered across threads and
-    processes nor gapless: a rolled-back transaction does not give its values
-    back (with ``batch_size=1`` the sequences table does), and a process that
-    stops loses the rest of its block. Spanner, PostgreSQL and MariaDB never
-    give a value back, with or without blocks.
-
-    Use the result as a column default; with ``metadata=`` the sequence is
-    created and dropped by ``create_all`` / ``drop_all`` (else call
-    :meth:`BitReversedSequence.create`).
+    :param name: the sequence's name.
+    :param start_with_counter: ``BitReversedSequence``'s ``start``.
+    :param skip_range: ``(low, high)``: values never handed out (inclusive).
+    :param batch_size: counters per statement, held in memory.
+    :param schema: the native sequence's schema.
+    :param table: the sequences table where the engine has no sequences.
+    :param metadata: create and drop it with this ``MetaData``.
 
     Example::
 
-        order_id = bit_reversed_sequence(
-            "order_id", start_with_counter=1000, skip_range=(1, 99_999), batch_size=50,
-            metadata=Base.metadata,
-        )
-
-        class Order(Base):
-            __tablename__ = "orders"
-            id: Mapped[int] = mapped_column(BigInteger, primary_key=True, default=order_id)
+        order_id = BitReversedSequence("order_id", start=1000)   # not bit_reversed_sequence(...)
     """
+    warnings.warn(
+        "bit_reversed_sequence() is deprecated since version 0.3 and goes in 0.4: use the "
+        f"class, BitReversedSequence({name!r}, start={start_with_counter!r}, ...), which takes "
+        "the same arguments (start= is start_with_counter=)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return BitReversedSequence(
         name,
         start_with_counter=start_with_counter,

@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from .bitreverse import bit_reversed_sequence, reverse_bits
+from .bitreverse import BitReversedSequence, reverse_bits
 from .comb import CombLayout, comb_timestamp
 from .sequences import SequenceMode, TableSequence, sequences_table
 from .snowflake import Snowflake, rotate_digits
@@ -139,7 +139,7 @@ def _snowflake_describe(generator: Snowflake) -> Callable[[Any, sa.Dialect], str
     return describe
 
 
-_ACCOUNT_ID = bit_reversed_sequence(
+_ACCOUNT_ID = BitReversedSequence(
     f"{PREFIX}account_id", table=_SEQUENCES_TABLE, metadata=_Base.metadata
 )
 
@@ -194,9 +194,7 @@ STRATEGIES = [
         SnowflakeRotated,
         _snowflake_describe(_ROTATED),
     ),
-    _Strategy(
-        f"bit_reversed_sequence({_ACCOUNT_ID.name!r})", BitReversedKey, _bit_reversed_describe
-    ),
+    _Strategy(f"BitReversedSequence({_ACCOUNT_ID.name!r})", BitReversedKey, _bit_reversed_describe),
     *(
         _Strategy(
             f"TableSequence mode={mode.value!r}", _SEQUENCE_MODELS[mode], _sequence_describe(mode)

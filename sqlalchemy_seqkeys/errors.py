@@ -148,7 +148,9 @@ class SequencesTableNotFoundError(SeqKeysError, LookupError):
 
 
 class SequenceExistsError(SeqKeysError, ValueError):
-    """``create_table_sequence`` for a name that already has a row.
+    """``create_table_sequence`` (or ``create()`` of a sequence class) for one that exists.
+
+    A sequences-table row or a native sequence; nothing is changed.
 
     Example: call it with ``checkfirst=True`` to make it a no-op instead.
     """
@@ -369,14 +371,14 @@ class UnsupportedServerFunctionError(SeqKeysError):
 
 
 class PooledSequenceMismatchError(SeqKeysError):
-    """The native sequence behind a ``pooled_sequence`` is not the one declared.
+    """The native sequence behind a ``PooledSequence`` is not the one declared.
 
-    Its ``INCREMENT BY`` differs from ``allocation_size`` (altered by hand,
+    Its ``INCREMENT BY`` differs from ``batch_size`` (altered by hand,
     created by another tool), or it cycles: handing out blocks from it would
     repeat keys another writer takes. Raised before the first block; nothing
     is handed out. Example: a sequence altered to ``INCREMENT BY 7`` under
-    ``pooled_sequence("order_id", 50)`` raises it; alter it back (``ALTER
-    SEQUENCE order_id INCREMENT BY 50``) or declare ``allocation_size=7``.
+    ``PooledSequence("order_id", batch_size=50)`` raises it; alter it back (``ALTER
+    SEQUENCE order_id INCREMENT BY 50``) or declare ``batch_size=7``.
     """
 
 

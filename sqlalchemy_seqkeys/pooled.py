@@ -1,10 +1,11 @@
 """Pooled native sequences: one ``nextval`` per block of keys, beside any other writer.
 
-:func:`pooled_sequence` declares a column default over the engine's own
-sequence, created ``INCREMENT BY allocation_size``. Each ``nextval`` returns a
+:class:`PooledSequence` declares a column default over the engine's own
+sequence, created ``INCREMENT BY batch_size``. Each ``nextval`` returns a
 value ``v``, and this process hands out the whole block ``v .. v +
-allocation_size - 1`` from memory (Hibernate's *pooled-lo* optimizer, EF
-Core's HiLo). The ORM pays one round trip per ``allocation_size`` rows, and
+batch_size - 1`` from memory (Hibernate's *pooled-lo* optimizer, whose
+``allocation_size`` is accepted as an alias; EF Core's HiLo). The ORM pays
+one round trip per ``batch_size`` rows, and
 the keys stay client-side, so SQLAlchemy still batches the INSERTs
 ("insertmanyvalues").
 
@@ -21,15 +22,15 @@ that one value, which starts a block nobody else holds::
 ``start`` is the first key handed out. Where the engine has no sequence with
 an increment (SQLite, MySQL, and Spanner, whose sequences are bit-reversed),
 the sequence is a row of the sequences table instead, and blocks of
-``allocation_size`` come from it in short transactions of their own (a
+``batch_size`` come from it in short transactions of their own (a
 :class:`~sqlalchemy_seqkeys.TableSequence` in ``batch`` mode): the same keys,
 one round trip per block. Declared with ``metadata=``, ``create_all`` and
 ``drop_all`` create and drop whichever it is::
 
     >>> import sqlalchemy as sa
-    >>> from sqlalchemy_seqkeys import pooled_sequence
+    >>> from sqlalchemy_seqkeys import PooledSequence
     >>> metadata = sa.MetaData()
-    >>> invoice_no = pooled_sequence("invoice_no", 50, start=1000, metadata=metadata)
+    >>> invoice_no = PooledSequence("invoice_no", batch_size=50, start=1000, metadata=metadata)
     >>> invoices = sa.Table(
     ...     "invoices", metadata,
     ...     sa.Column("no", sa.BigInteger, primary_key=True, default=invoice_no),
@@ -56,7 +57,7 @@ parent's block (the fork registry, ``sqlalchemy_seqkeys._fork``).
 from the catalog (PostgreSQL ``pg_sequence``, MariaDB the sequence's own row,
 Oracle ``ALL_SEQUENCES``, SQL Server ``sys.sequences``; other engines' are
 not read). An increment other
-than ``allocation_size`` (altered by hand, created by another tool) or a
+than ``batch_size`` (altered by hand, created by another tool) or a
 sequence that cycles raises
 :class:`~sqlalchemy_seqkeys.PooledSequenceMismatchError` naming both
 numbers; nothing is handed out. Altering the sequence while processes run
@@ -74,15 +75,14 @@ MariaDB ``SETVAL``, which never moves back; the sequences table elsewhere).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine.default import DefaultExecutionContext
-from sqlalchemy.engine.mock import MockConnection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence, ExecutableDDLElement
 from sqlalchemy.sql.expression import ClauseElement, Executable
@@ -94,7 +94,6 @@ from sqlalchemy_seqkeys._blocks import (
 )
 from sqlalchemy_seqkeys._dialect import (
     check_identifier,
-    create_native_sequence,
     facts,
     identifier_text,
     incrementing_sequences,
@@ -112,6 +111,14 @@ from sqlalchemy_seqkeys.errors import (
 )
 from sqlalchemy_seqkeys.sequences import _aio
 from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, range_block
+from sqlalchemy_seqkeys.sequences._contract import (
+    NOT_GIVEN,
+    SequenceContract,
+    Unset,
+    create_native,
+    drop_native,
+    resolve_alias,
+)
 from sqlalchemy_seqkeys.sequences._retry import _mysql_code, sequence_error, statement_errors
 from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE, TableSequence
 from sqlalchemy_seqkeys.sequences.resync import (
@@ -129,9 +136,6 @@ from sqlalchemy_seqkeys.sequences.table import (
     read_next_value,
     sequences_table,
 )
-
-if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 __all__ = [
     "MAX_ALLOCATION_SIZE",
@@ -269,39 +273,68 @@ def _new_blocks(bind: sa.Engine | sa.Connection, owner: object) -> _Blocks | Non
     return _Blocks() if incrementing_sequences(bind.dialect) else None
 
 
-class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
-    """A pooled native sequence (pooled-lo); use it as a column default.
+class PooledSequence(SequenceContract, PositionalDefault):
+    """A pooled native sequence: one ``nextval`` per ``batch_size`` keys; a column default.
 
-    Made by :func:`pooled_sequence`, which documents it. ``sequence`` is the
-    ``sqlalchemy.Sequence`` behind it (``INCREMENT BY allocation_size``);
-    ``fallback`` the :class:`~sqlalchemy_seqkeys.TableSequence` (``batch``
-    mode, ``batch_size=allocation_size``) used where the engine has no such
-    sequence.
+    Created as ``CREATE SEQUENCE name INCREMENT BY batch_size START WITH
+    start`` on PostgreSQL, MariaDB (10.3+), Oracle and SQL Server; each
+    ``nextval`` value ``v`` gives this process the keys ``v .. v +
+    batch_size - 1``, and any other writer's ``nextval`` a block of its
+    own. On SQLite, MySQL and Spanner it is a row of the ``table`` sequences
+    table, handed out in blocks of ``batch_size`` (``fallback``, a
+    :class:`~sqlalchemy_seqkeys.TableSequence` in ``batch`` mode). See
+    :mod:`sqlalchemy_seqkeys.pooled`. It has the methods every sequence class
+    has (docs/reference/sequences.md); ``sequence`` is the ``sqlalchemy.Sequence``
+    behind it.
+
+    Use it as a column default (with ``autoincrement=False``); with
+    ``metadata=`` the sequence is created and dropped by ``create_all`` /
+    ``drop_all`` (else call :meth:`create`, or ``op.create_pooled_sequence``
+    in a migration).
+
+    :param name: the sequence's name.
+    :param batch_size: keys per ``nextval``, the sequence's ``INCREMENT BY``:
+        1 to 2**31.
+    :param start: the first key.
+    :param schema: the native sequence's schema.
+    :param table: the sequences table where the engine has no such sequence.
+    :param metadata: create and drop it with this ``MetaData`` (:meth:`attach`).
+    :param allocation_size: Hibernate's name of ``batch_size``, accepted as an
+        alias (pass one of the two).
 
     Example::
 
-        order_id = pooled_sequence("order_id", allocation_size=50)
-        id: Mapped[int] = mapped_column(BigInteger, primary_key=True, default=order_id,
-                                        autoincrement=False)
+        order_id = PooledSequence("order_id", batch_size=50, metadata=Base.metadata)
 
-        order_id.create(engine, checkfirst=True)
+        class Order(Base):
+            __tablename__ = "orders"
+            id: Mapped[int] = mapped_column(BigInteger, primary_key=True, default=order_id,
+                                            autoincrement=False)
+
         order_id.next_value(engine)        # outside the ORM
     """
+
+    _info_key = "seqkeys_pooled"
+    _error = InvalidSequenceError
 
     def __init__(
         self,
         name: str,
-        allocation_size: int = 50,
+        batch_size: int = Unset(50),
         *,
         start: int = 1,
         schema: str | None = None,
         table: str = DEFAULT_TABLE,
         metadata: sa.MetaData | None = None,
+        allocation_size: int | None = NOT_GIVEN,
     ) -> None:
         self.name = check_name(name)
-        self.allocation_size = check_int(
-            allocation_size,
-            "allocation_size",
+        size = resolve_alias(
+            batch_size, "batch_size", allocation_size, "allocation_size", InvalidSequenceError
+        )
+        self.batch_size = check_int(
+            size,
+            "batch_size" if allocation_size is NOT_GIVEN else "allocation_size",
             InvalidSequenceError,
             min=1,
             max=MAX_ALLOCATION_SIZE,
@@ -314,8 +347,8 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
             "start",
             InvalidSequenceError,
             min=1,
-            max=MAX_VALUE - self.allocation_size,
-            hint="the first block, start .. start + allocation_size - 1, must fit in a BIGINT",
+            max=MAX_VALUE - self.batch_size,
+            hint="the first block, start .. start + batch_size - 1, must fit in a BIGINT",
         )
         check_name_arg(schema, "schema", InvalidSequenceError, nullable=True)
         check_name_arg(table, "table", InvalidSequenceError)
@@ -337,7 +370,12 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
 
     def __repr__(self) -> str:
         extra = f", start={self.start}" if self.start != 1 else ""
-        return f"pooled_sequence({self.name!r}, {self.allocation_size}{extra})"
+        return f"PooledSequence({self.name!r}, batch_size={self.batch_size}{extra})"
+
+    @property
+    def allocation_size(self) -> int:
+        """Hibernate's name of :attr:`batch_size` (read only)."""
+        return self.batch_size
 
     # -- public API -------------------------------------------------------------
 
@@ -356,7 +394,9 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
         return self._take(conn, state) if first is None else first
 
     def next_value(self, bind: sa.Engine | sa.Connection) -> int:
-        """Take one key outside the ORM.
+        """Take one key outside the ORM (from the block held, a ``nextval`` when it is used up).
+
+        :param bind: an Engine or a Connection.
 
         Example::
 
@@ -370,7 +410,10 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
             return self._take(conn, state)
 
     def next_values(self, bind: sa.Engine | sa.Connection, n: int) -> list[int]:
-        """Take ``n`` keys outside the ORM (from the blocks, fetching as needed).
+        """Take ``n`` distinct keys outside the ORM (from the blocks, fetching as needed).
+
+        :param bind: an Engine or a Connection.
+        :param n: how many, 0 to 2**31.
 
         Example::
 
@@ -383,11 +426,16 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
                 return self.fallback.next_values(conn, n)
             return self._take_many(conn, state, n)
 
-    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> None:
+    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
         """Create the sequence: ``CREATE SEQUENCE``, or (no such sequences) its row.
 
-        Without native sequences the sequences table is created first if it is
-        missing. ``checkfirst=True`` leaves an existing sequence as it is.
+        True if it was created. Without native sequences the sequences table is
+        created first if it is missing. Blocks this process holds are
+        forgotten: a sequence created anew hands out its keys afresh.
+
+        :param bind: an Engine (a transaction of its own, committed) or a
+            Connection (joins its transaction).
+        :param checkfirst: leave an existing sequence as it is and return False.
 
         Example::
 
@@ -397,55 +445,40 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
         with begin(bind, "create") as conn:
             if incrementing_sequences(conn.dialect):
                 self._check_identifiers(conn.dialect)
-                create_native_sequence(
+                created = create_native(
                     conn, self.sequence, checkfirst=checkfirst, error=InvalidSequenceError
                 )
             else:
                 sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
-                self.fallback.create(conn, checkfirst=checkfirst)
+                created = self.fallback.create(conn, checkfirst=checkfirst)
         self._forget_all()  # a sequence created anew hands out its keys afresh
+        return created
 
-    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> None:
+    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
         """Drop the sequence (or delete its sequences-table row; the table stays).
+
+        True if there was one to drop.
+
+        :param bind: an Engine (a transaction of its own, committed) or a
+            Connection (joins its transaction).
+        :param checkfirst: make a missing sequence a no-op that returns False.
 
         Example::
 
             order_id.drop(engine, checkfirst=True)
         """
         check_flag(checkfirst, "checkfirst", InvalidSequenceError)
+        dropped = False
         with begin(bind, "drop") as conn:
             if incrementing_sequences(conn.dialect):
                 self._check_identifiers(conn.dialect)
-                self.sequence.drop(conn, checkfirst=checkfirst)
+                dropped = drop_native(conn, self.sequence, checkfirst=checkfirst)
             elif not checkfirst or sa.inspect(conn).has_table(self.table):
-                drop_table_sequence(conn, self.name, table=self.table, checkfirst=checkfirst)
+                dropped = drop_table_sequence(
+                    conn, self.name, table=self.table, checkfirst=checkfirst
+                )
         self._forget_all()
-
-    def attach(self, metadata: sa.MetaData) -> None:
-        """Create and drop the sequence with ``metadata.create_all`` / ``drop_all``.
-
-        Example::
-
-            order_id.attach(Base.metadata)   # or pooled_sequence(..., metadata=...)
-        """
-        check_instance(metadata, sa.MetaData, "metadata", InvalidSequenceError)
-
-        def after_create(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
-            if isinstance(connection, MockConnection):  # create_mock_engine: the DDL only
-                for statement in self._create_statements(connection.dialect, target):
-                    connection.execute(statement)
-                return
-            self.create(connection, checkfirst=bool(kw.get("checkfirst", True)))
-
-        def before_drop(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
-            if isinstance(connection, MockConnection):
-                connection.execute(self._drop_statement(connection.dialect))
-                return
-            self.drop(connection, checkfirst=bool(kw.get("checkfirst", True)))
-
-        metadata.info.setdefault("seqkeys_pooled", {})[self.name] = self  # for Alembic
-        event.listen(metadata, "after_create", after_create)
-        event.listen(metadata, "before_drop", before_drop)
+        return dropped
 
     def _create_statements(self, dialect: sa.Dialect, metadata: sa.MetaData) -> list[Any]:
         """What :meth:`create` runs on ``dialect``, as statements (for a mock engine)."""
@@ -458,32 +491,11 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
         statements.append(sa.insert(table).values(name=self.name, next_value=self.start))
         return statements
 
-    def _drop_statement(self, dialect: sa.Dialect) -> Any:
+    def _drop_statements(self, dialect: sa.Dialect) -> list[Any]:
         if incrementing_sequences(dialect):
-            return DropSequence(self.sequence)
+            return [DropSequence(self.sequence)]
         table = sequences_table(sa.MetaData(), self.table)
-        return sa.delete(table).where(table.c.name == self.name)
-
-    # -- the awaitable forms ------------------------------------------------------
-
-    async def next_value_async(self, bind: AsyncEngine | AsyncConnection) -> int:
-        """Awaitable :meth:`next_value`.
-
-        Example::
-
-            await order_id.next_value_async(async_engine)
-        """
-        return await _aio.on_engine(bind, "next_value", self.next_value)
-
-    async def next_values_async(self, bind: AsyncEngine | AsyncConnection, n: int) -> list[int]:
-        """Awaitable :meth:`next_values`.
-
-        Example::
-
-            await order_id.next_values_async(async_engine, 3)
-        """
-        check_int(n, "n", InvalidSequenceError, min=0, max=MAX_ALLOCATION_SIZE)
-        return await _aio.on_engine(bind, "next_values", self.next_values, n)
+        return [sa.delete(table).where(table.c.name == self.name)]
 
     # -- blocks -------------------------------------------------------------------
 
@@ -539,7 +551,7 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
         return int(value)
 
     def _check_catalog(self, conn: sa.Connection) -> None:
-        """Refuse a sequence whose increment is not allocation_size, or that cycles."""
+        """Refuse a sequence whose increment is not batch_size, or that cycles."""
         read = _CATALOGS.get(facts(conn.dialect).sequence_catalog)
         if read is None:  # an engine whose catalog this library does not know
             return
@@ -547,7 +559,7 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
         if found is None:
             raise SequenceNotFoundError(
                 f"there is no sequence {self.name!r}; create it with "
-                f"pooled_sequence({self.name!r}, {self.allocation_size}).create(engine) "
+                f"PooledSequence({self.name!r}, batch_size={self.batch_size}).create(engine) "
                 "(or metadata=... and create_all), or in an Alembic migration with "
                 f"op.create_pooled_sequence({self.name!r}, {self.allocation_size})"
             )
@@ -556,11 +568,11 @@ class PooledSequence(_aio.AwaitableDDL, PositionalDefault):
         if increment != self.allocation_size:
             raise PooledSequenceMismatchError(
                 f"sequence {self.name!r} has INCREMENT BY {increment} in the database, but "
-                f"pooled_sequence({self.name!r}) declares allocation_size={self.allocation_size}: "
+                f"PooledSequence({self.name!r}) declares batch_size={self.batch_size}: "
                 f"a block of {self.allocation_size} keys per nextval would overlap the values "
                 "other writers take. Nothing was handed out. Alter the sequence "
                 f"(ALTER SEQUENCE {sql_name} INCREMENT BY {self.allocation_size}) or declare "
-                f"allocation_size={increment}"
+                f"batch_size={increment}"
             )
         if cycles:
             raise PooledSequenceMismatchError(
@@ -592,32 +604,35 @@ def pooled_sequence(
     schema: str | None = None,
     table: str = DEFAULT_TABLE,
 ) -> PooledSequence:
-    """Declare a pooled native sequence: one ``nextval`` per ``allocation_size`` keys.
+    """Deprecated since 0.3 (goes in 0.4): use :class:`PooledSequence`, which takes the same.
 
-    Created as ``CREATE SEQUENCE name INCREMENT BY allocation_size START WITH
-    start`` on PostgreSQL, MariaDB (10.3+), Oracle and SQL Server; each
-    ``nextval`` value ``v`` gives this process the keys ``v .. v +
-    allocation_size - 1``, and any other writer's ``nextval`` a block of its
-    own. On SQLite, MySQL and Spanner it is a row of the ``table`` sequences
-    table, handed out in blocks of ``allocation_size``. ``start`` is the first
-    key; ``allocation_size`` is from 1 to 2**31. See :mod:`sqlalchemy_seqkeys.pooled`.
+    ``pooled_sequence(name, 50, ...)`` is ``PooledSequence(name, batch_size=50, ...)``.
 
-    Use the result as a column default (with ``autoincrement=False``); with
-    ``metadata=`` the sequence is created and dropped by ``create_all`` /
-    ``drop_all`` (else call :meth:`PooledSequence.create`, or
-    ``op.create_pooled_sequence`` in a migration).
+    :param name: the sequence's name.
+    :param allocation_size: ``PooledSequence``'s ``batch_size``.
+    :param start: the first key.
+    :param metadata: create and drop it with this ``MetaData``.
+    :param schema: the native sequence's schema.
+    :param table: the sequences table where the engine has no such sequence.
 
     Example::
 
-        order_id = pooled_sequence("order_id", 50, metadata=Base.metadata)
-
-        class Order(Base):
-            __tablename__ = "orders"
-            id: Mapped[int] = mapped_column(BigInteger, primary_key=True, default=order_id,
-                                            autoincrement=False)
+        order_id = PooledSequence("order_id", batch_size=50)   # not pooled_sequence("order_id", 50)
     """
+    warnings.warn(
+        "pooled_sequence() is deprecated since version 0.3 and goes in 0.4: use the class, "
+        f"PooledSequence({name!r}, batch_size={allocation_size!r}, ...), which takes the "
+        "same arguments",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return PooledSequence(
-        name, allocation_size, start=start, schema=schema, table=table, metadata=metadata
+        name,
+        allocation_size=allocation_size,
+        start=start,
+        schema=schema,
+        table=table,
+        metadata=metadata,
     )
 
 
@@ -824,11 +839,11 @@ def resync_pooled_sequence(
     Example::
 
         >>> import sqlalchemy as sa
-        >>> from sqlalchemy_seqkeys import pooled_sequence, resync_pooled_sequence
+        >>> from sqlalchemy_seqkeys import PooledSequence, resync_pooled_sequence
         >>> engine = sa.create_engine("sqlite://")
         >>> metadata = sa.MetaData()
         >>> orders = sa.Table("orders", metadata, sa.Column("id", sa.BigInteger, primary_key=True))
-        >>> order_id = pooled_sequence("order_id", 50, metadata=metadata)
+        >>> order_id = PooledSequence("order_id", batch_size=50, metadata=metadata)
         >>> metadata.create_all(engine)
         >>> with engine.begin() as conn:   # an import, keys included
         ...     _ = conn.execute(orders.insert(), [{"id": 1}, {"id": 4000}])
@@ -876,8 +891,8 @@ def _resync(
     if read is not None and read(conn, sequence) is None:
         raise SequenceNotFoundError(
             f"there is no sequence {name!r} to resync; create it first, with "
-            f"pooled_sequence({name!r}, ALLOCATION_SIZE).create(engine) or "
-            f"op.create_pooled_sequence({name!r}, ALLOCATION_SIZE)"
+            f"PooledSequence({name!r}, batch_size=BATCH_SIZE).create(engine) or "
+            f"op.create_pooled_sequence({name!r}, BATCH_SIZE)"
         )
     translate = conn.get_execution_options().get("schema_translate_map")
     *first, move = resync_pooled_statements(

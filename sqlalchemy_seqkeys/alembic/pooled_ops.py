@@ -1,4 +1,4 @@
-"""Alembic operations and autogenerate for pooled sequences (``pooled_sequence``).
+"""Alembic operations and autogenerate for pooled sequences (:class:`PooledSequence`).
 
 The seqkeys Alembic plugin registers, on Alembic's ``op``:
 
@@ -92,20 +92,38 @@ class _PooledOp(_SequenceOp):
     def __post_init__(self) -> None:
         # validates like the column default does, with the same messages
         self.sequence = PooledSequence(
-            self.name, self.allocation_size, start=self.start, schema=self.schema, table=self.table
+            self.name,
+            allocation_size=self.allocation_size,  # its errors name allocation_size
+            start=self.start,
+            schema=self.schema,
+            table=self.table,
         )
 
 
 class CreatePooledSequenceOp(_PooledOp, op_name="create_pooled_sequence"):
-    """Create what :func:`~sqlalchemy_seqkeys.pooled_sequence` needs on this engine.
+    """Create what :class:`~sqlalchemy_seqkeys.PooledSequence` needs on this engine.
 
     A native ``INCREMENT BY allocation_size`` sequence where the engine has
-    one, else a sequences-table row.
+    one, else a sequences-table row. ``allocation_size`` is the sequence's
+    ``batch_size`` (given positionally, as autogenerate renders it).
 
     Example::
 
         op.create_pooled_sequence("order_id", 50, start=1000)
     """
+
+    @classmethod
+    def create_pooled_sequence(
+        cls,
+        operations: Operations,
+        name: str,
+        allocation_size: int = 50,
+        start: int = 1,
+        *,
+        schema: str | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> None:
+        operations.invoke(cls(name, allocation_size, start, schema, table))
 
 
 class DropPooledSequenceOp(
@@ -117,6 +135,19 @@ class DropPooledSequenceOp(
 
         op.drop_pooled_sequence("order_id", 50)
     """
+
+    @classmethod
+    def drop_pooled_sequence(
+        cls,
+        operations: Operations,
+        name: str,
+        allocation_size: int = 50,
+        start: int = 1,
+        *,
+        schema: str | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> None:
+        operations.invoke(cls(name, allocation_size, start, schema, table))
 
 
 implements(CreatePooledSequenceOp)(create_sequence)
@@ -136,6 +167,20 @@ class ResyncPooledSequenceOp(_ResyncOp, op_name="resync_pooled_sequence"):
 
         op.resync_pooled_sequence("order_id", "orders", "id")
     """
+
+    @classmethod
+    def resync_pooled_sequence(
+        cls,
+        operations: Operations,
+        name: str,
+        table_name: str,
+        column: str,
+        *,
+        schema: str | None = None,
+        sequence_schema: str | None = None,
+        sequences_table: str = DEFAULT_TABLE,
+    ) -> None:
+        operations.invoke(cls(name, table_name, column, schema, sequence_schema, sequences_table))
 
     sequence_schema: str | None = None
     sequences_table: str = DEFAULT_TABLE
@@ -179,16 +224,16 @@ def declared_pooled_sequences(metadatas: Iterable[sa.MetaData]) -> dict[str, Poo
     """The pooled sequences the models declare, by name.
 
     Found in the column defaults of every table, and in what
-    ``pooled_sequence(..., metadata=...)`` attached.
+    ``PooledSequence(..., metadata=...)`` attached.
 
     Example::
 
         >>> import sqlalchemy as sa
-        >>> from sqlalchemy_seqkeys import pooled_sequence
+        >>> from sqlalchemy_seqkeys import PooledSequence
         >>> md = sa.MetaData()
-        >>> order_id = pooled_sequence("order_id", 20, metadata=md)  # no column uses it yet
+        >>> order_id = PooledSequence("order_id", batch_size=20, metadata=md)  # no column uses it
         >>> declared_pooled_sequences([md])
-        {'order_id': pooled_sequence('order_id', 20)}
+        {'order_id': PooledSequence('order_id', batch_size=20)}
     """
     declared = declared_objects(metadatas, "seqkeys_pooled")
     return {found.name: found for found in declared if isinstance(found, PooledSequence)}
@@ -244,7 +289,7 @@ def compare_pooled_sequences(
         if not exists:
             upgrade_ops.ops.append(
                 CreatePooledSequenceOp(
-                    name, sequence.allocation_size, sequence.start, sequence.schema, sequence.table
+                    name, sequence.batch_size, sequence.start, sequence.schema, sequence.table
                 )
             )
     return PriorityDispatchResult.CONTINUE

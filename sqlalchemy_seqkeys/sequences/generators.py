@@ -178,7 +178,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultExecutionContext
@@ -195,6 +195,7 @@ from sqlalchemy_seqkeys.errors import (
 
 from . import _aio, _lane
 from ._allocator import Block, Blocks, BlockStore, Waits, range_block, values_block
+from ._contract import SequenceContract
 from ._retry import error_in_callers_transaction, retrying
 from .table import (
     DEFAULT_TABLE,
@@ -206,10 +207,8 @@ from .table import (
     create_table_sequence,
     drop_table_sequence,
     received,
+    sequences_table,
 )
-
-if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 __all__ = ["MAX_BATCH_SIZE", "SequenceMode", "TableSequence"]
 
@@ -271,14 +270,23 @@ def _allocation_engine(engine: sa.Engine, conn: sa.Connection | None) -> tuple[s
     return engine.execution_options(schema_translate_map=translate), _tenant(bind)
 
 
-class TableSequence(_aio.AwaitableDDL, PositionalDefault):
+class TableSequence(SequenceContract, PositionalDefault):
     """A numeric key from the sequences table; use it as a column default.
 
-    ``mode`` is one of :class:`SequenceMode` (or its string). ``batch_size``
-    (1 to 2**31) and ``low_watermark`` apply to the batch modes;
-    ``refill_timeout`` is how many seconds a caller waits for a block another
-    thread is fetching; ``start`` is the first value when :meth:`create` adds
-    the sequence's row; ``table`` names the sequences table.
+    It has the methods every sequence class has (docs/reference/sequences.md):
+    ``create``, ``drop``, ``next_value``, ``next_values``, their ``*_async``
+    twins and ``attach``.
+
+    :param name: the sequence's name: its row in the sequences table.
+    :param mode: one of :class:`SequenceMode` (or its string).
+    :param batch_size: values per round trip in the batch modes, 1 to 2**31.
+    :param low_watermark: ``async_batch`` refills once fewer values remain.
+    :param start: the first value, written when :meth:`create` adds the row.
+    :param table: the sequences table's name.
+    :param refill_timeout: seconds a caller waits for a block another thread is fetching.
+    :param metadata: create and drop the row with this ``MetaData``'s
+        ``create_all`` / ``drop_all`` (the sequences table too if it is missing);
+        see :meth:`attach`.
 
     Example::
 
@@ -291,6 +299,9 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         await invoice_id.next_value_async(async_engine)   # asyncio: the *_async forms
     """
 
+    _info_key = "seqkeys_table_sequences"
+    _error = InvalidSequenceError
+
     def __init__(
         self,
         name: str,
@@ -301,6 +312,7 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         start: int = 1,
         table: str = DEFAULT_TABLE,
         refill_timeout: float = 30.0,
+        metadata: sa.MetaData | None = None,
     ) -> None:
         self.name = check_name(name)
         self.mode = SequenceMode.coerce(mode)
@@ -328,6 +340,8 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         self.start = check_int(start, "start", InvalidSequenceError, min=0, max=MAX_VALUE)
         self.table = check_name_arg(table, "table", InvalidSequenceError)
         self.refill_timeout = check_seconds(refill_timeout, "refill_timeout", InvalidSequenceError)
+        if metadata is not None:
+            self.attach(metadata)
         self._init_blocks()
         self._take: Callable[[sa.Engine, sa.Connection | None], int] = {
             SequenceMode.IN_TRANSACTION: self._take_in_transaction,
@@ -358,10 +372,16 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         checkfirst: bool = False,
         if_not_exists: bool | None = None,
     ) -> bool:
-        """Add this sequence's row, starting at ``start``; see :func:`create_table_sequence`.
+        """Add this sequence's row, starting at ``start``; True if it was added.
 
-        ``checkfirst=True`` leaves an existing row as it is (``sqlalchemy.Sequence.create``);
-        ``if_not_exists`` is its deprecated name.
+        See :func:`create_table_sequence`. An existing row raises
+        :class:`~sqlalchemy_seqkeys.SequenceExistsError` unless ``checkfirst``.
+
+        :param bind: an Engine (a transaction of its own, committed) or a
+            Connection (joins its transaction).
+        :param checkfirst: leave an existing row as it is and return False
+            (as ``sqlalchemy.Sequence.create``).
+        :param if_not_exists: the deprecated name of ``checkfirst`` (before 0.2).
 
         Example::
 
@@ -379,9 +399,15 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         checkfirst: bool = False,
         if_exists: bool | None = None,
     ) -> bool:
-        """Delete this sequence's row; see :func:`drop_table_sequence`.
+        """Delete this sequence's row; True if it was there. See :func:`drop_table_sequence`.
 
-        ``checkfirst=True`` makes a missing row a no-op; ``if_exists`` is its deprecated name.
+        A missing row raises :class:`~sqlalchemy_seqkeys.SequenceNotFoundError`
+        unless ``checkfirst``.
+
+        :param bind: an Engine (a transaction of its own, committed) or a
+            Connection (joins its transaction).
+        :param checkfirst: make a missing row a no-op that returns False.
+        :param if_exists: the deprecated name of ``checkfirst`` (before 0.2).
 
         Example::
 
@@ -393,6 +419,13 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
     def next_value(self, bind: sa.Engine | sa.Connection) -> int:
         """Take one value outside the ORM; with an Engine, in a transaction of its own.
 
+        With a Connection, ``in_transaction`` takes the value in that
+        connection's transaction (the caller commits); the other modes take it
+        as they do for a column default. :meth:`next_value_async` is its
+        awaitable twin.
+
+        :param bind: an Engine or a Connection.
+
         Example::
 
             invoice_id.next_value(engine)
@@ -403,7 +436,10 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
         return self._take(bind.engine, bind)
 
     def next_values(self, bind: sa.Engine | sa.Connection, n: int) -> list[int]:
-        """Take ``n`` values; in the per-value modes, as one contiguous block.
+        """Take ``n`` distinct values; in the per-value modes, as one contiguous block.
+
+        :param bind: an Engine or a Connection, as for :meth:`next_value`.
+        :param n: how many, 0 to 2**31.
 
         Example::
 
@@ -425,30 +461,27 @@ class TableSequence(_aio.AwaitableDDL, PositionalDefault):
             first = self._allocate_separately(_allocation_engine(bind.engine, bind)[0], n)
         return list(range(first, first + n))
 
-    # -- the awaitable forms (AsyncEngine / AsyncConnection) ----------------------
+    # -- attach(): the row, and the sequences table where it is missing -------------
 
-    async def next_value_async(self, bind: AsyncEngine | AsyncConnection) -> int:
-        """Awaitable :meth:`next_value`; with an AsyncEngine, in a transaction of its own.
+    def _create_attached(self, conn: sa.Connection, *, checkfirst: bool) -> None:
+        sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
+        self.create(conn, checkfirst=checkfirst)
 
-        With an AsyncConnection, ``in_transaction`` takes the value in that
-        connection's transaction (the caller commits); the other modes take
-        it as they do for a column default.
+    def _drop_attached(self, conn: sa.Connection, *, checkfirst: bool) -> None:
+        if not checkfirst or sa.inspect(conn).has_table(self.table):
+            self.drop(conn, checkfirst=checkfirst)
 
-        Example::
+    def _create_statements(self, dialect: sa.Dialect, metadata: sa.MetaData) -> list[Any]:
+        table = sequences_table(sa.MetaData(), self.table)
+        statements: list[Any] = []
+        if self.table not in metadata.tables:  # else create_all has just created it
+            statements.append(sa.schema.CreateTable(table))
+        statements.append(sa.insert(table).values(name=self.name, next_value=self.start))
+        return statements
 
-            invoice_id.next_value_async(async_engine)   # await it: e.g. 1042
-        """
-        return await _aio.on_engine(bind, "next_value", self.next_value)
-
-    async def next_values_async(self, bind: AsyncEngine | AsyncConnection, n: int) -> list[int]:
-        """Awaitable :meth:`next_values`: ``n`` values; in the per-value modes one block.
-
-        Example::
-
-            await invoice_id.next_values_async(async_engine, 3)   # e.g. [41, 42, 43]
-        """
-        check_int(n, "n", InvalidSequenceError, min=0, max=MAX_BATCH_SIZE)
-        return await _aio.on_engine(bind, "next_values", self.next_values, n)
+    def _drop_statements(self, dialect: sa.Dialect) -> list[Any]:
+        table = sequences_table(sa.MetaData(), self.table)
+        return [sa.delete(table).where(table.c.name == self.name)]
 
     # -- the four modes ---------------------------------------------------------
 

@@ -14,10 +14,10 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from sqlalchemy_seqkeys import (
     BitReversed,
+    BitReversedSequence,
     CombGuid,
     Snowflake,
     TableSequence,
-    bit_reversed_sequence,
     new_comb_guid,
     new_uuid7,
     sequences_table,
@@ -38,8 +38,8 @@ receipt_no = TableSequence("mig_receipt_no", mode="separate", start=1)
 order_no = TableSequence("mig_order_no", mode="batch", batch_size=20)
 event_no = TableSequence("mig_event_no", mode="async_batch", batch_size=20, low_watermark=5)
 counter = TableSequence("mig_counter", mode="batch", batch_size=20, start=1)
-account_id = bit_reversed_sequence(
-    "mig_account_id", start_with_counter=1, skip_range=(1, 2**61), metadata=Base.metadata
+account_id = BitReversedSequence(
+    "mig_account_id", start=1, skip_range=(1, 2**61), metadata=Base.metadata
 )
 snowflake = Snowflake(worker_id=7)
 

@@ -1,4 +1,4 @@
-"""Shared by the pooled_sequence tests (test_pooled_*.py): names, the rows model, counting
+"""Shared by the PooledSequence tests (test_pooled_*.py): names, the rows model, counting
 the statements that take a block, and cleaning up.
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from sqlalchemy_seqkeys import PooledSequence, pooled_sequence, sequences_table
+from sqlalchemy_seqkeys import PooledSequence, sequences_table
 from sqlalchemy_seqkeys._dialect import incrementing_sequences
 
 #: the sequences table of the fallback (its own name: other tests own "sequences")
@@ -52,7 +52,7 @@ def drop_everything(engine: Engine, *names: str) -> None:
     sa.Table(ROWS, metadata)
     metadata.drop_all(engine, checkfirst=True)
     for name in names:
-        pooled_sequence(name, table=TABLE).drop(engine, checkfirst=True)
+        PooledSequence(name, table=TABLE).drop(engine, checkfirst=True)
     sequences_table(sa.MetaData(), TABLE).drop(engine, checkfirst=True)
 
 

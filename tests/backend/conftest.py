@@ -1,4 +1,4 @@
-"""Fixtures of the pooled_sequence tests (test_pooled_*.py)."""
+"""Fixtures of the PooledSequence tests (test_pooled_*.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
-from sqlalchemy_seqkeys import PooledSequence, pooled_sequence
+from sqlalchemy_seqkeys import PooledSequence
 from tests.backend._pooled import SIZE, TABLE, drop_everything, make_model
 
 
@@ -19,7 +19,7 @@ def declare(engine: Engine) -> Iterator[Callable[..., tuple[PooledSequence, type
 
     def make(name: str, size: int = SIZE, start: int = 1) -> tuple[PooledSequence, type[Any]]:
         drop_everything(engine, name)
-        sequence = pooled_sequence(name, size, start=start, table=TABLE)
+        sequence = PooledSequence(name, batch_size=size, start=start, table=TABLE)
         row, metadata = make_model(sequence)
         metadata.create_all(engine)
         names.append(name)

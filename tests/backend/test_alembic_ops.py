@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 
 import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import (
+    BitReversedSequence,
     InvalidBitReversalError,
     LeaseTableOutdatedError,
     MigrationError,
@@ -20,7 +21,6 @@ from sqlalchemy_seqkeys import (
     Snowflake,
     TableSequence,
     WorkerLease,
-    bit_reversed_sequence,
     create_table_sequence,
     reverse_bits,
     sequences_table,
@@ -39,13 +39,13 @@ def op(engine: Engine) -> Iterator[Operations]:
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         for table in ("seqkeys_ops_sequences", "seqkeys_ops_workers", "seqkeys_ops_rows"):
             conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
-        bit_reversed_sequence("seqkeys_ops_br", table="seqkeys_ops_sequences").drop(
+        BitReversedSequence("seqkeys_ops_br", table="seqkeys_ops_sequences").drop(
             conn, checkfirst=True
         )
         yield Operations(MigrationContext.configure(conn))
         for table in ("seqkeys_ops_sequences", "seqkeys_ops_workers", "seqkeys_ops_rows"):
             conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
-        bit_reversed_sequence("seqkeys_ops_br", table="seqkeys_ops_sequences").drop(
+        BitReversedSequence("seqkeys_ops_br", table="seqkeys_ops_sequences").drop(
             conn, checkfirst=True
         )
 
@@ -80,7 +80,7 @@ def test_operations_and_their_refusals(op: Operations, engine: Engine) -> None:
     )
     with pytest.raises(MigrationError, match="already exists"):
         op.create_bit_reversed_sequence("seqkeys_ops_br", table=TABLE)
-    sequence = bit_reversed_sequence("seqkeys_ops_br", start_with_counter=7, table=TABLE)
+    sequence = BitReversedSequence("seqkeys_ops_br", start=7, table=TABLE)
     assert sequence.next_value(engine) == reverse_bits(7)
     op.drop_bit_reversed_sequence("seqkeys_ops_br", table=TABLE)
     with pytest.raises(MigrationError, match="nothing to drop"):

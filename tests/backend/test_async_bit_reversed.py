@@ -15,8 +15,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from sqlalchemy_seqkeys import (
     BitReversed,
+    BitReversedSequence,
     TableSequence,
-    bit_reversed_sequence,
     create_table_sequence,
     reverse_bits,
     sequences_table,
@@ -64,7 +64,7 @@ async def _insert_concurrently(engine: AsyncEngine, model: type[Any], tasks: int
 def test_bit_reversed_sequence_under_async_sessions(db: AsyncDatabase) -> None:
     """Created by create_all (run_sync), used by concurrent sessions: Spanner's values."""
     metadata = sa.MetaData()
-    order_id = bit_reversed_sequence("async_order_id", start_with_counter=1000, metadata=metadata)
+    order_id = BitReversedSequence("async_order_id", start=1000, metadata=metadata)
     model = _model(order_id, metadata)
     tasks = 4 if db.backend == "sqlite" else 20
 
@@ -96,9 +96,9 @@ def test_blocks_under_async_sessions(db: AsyncDatabase) -> None:
     size, start = 10, 1000
     skip = (2**60, 2**61 + 2**59)  # about one counter in five: consumed, never handed out
     metadata = sa.MetaData()
-    order_id = bit_reversed_sequence(
+    order_id = BitReversedSequence(
         "async_block_id",
-        start_with_counter=start,
+        start=start,
         skip_range=skip,
         batch_size=size,
         metadata=metadata,
@@ -147,7 +147,7 @@ def test_blocks_under_async_sessions(db: AsyncDatabase) -> None:
 
 
 def test_bit_reversed_awaitable_api(db: AsyncDatabase) -> None:
-    order_id = bit_reversed_sequence("async_api_order", start_with_counter=7)
+    order_id = BitReversedSequence("async_api_order", start=7)
 
     async def main() -> list[int]:
         engine = db.engine()

@@ -1,4 +1,4 @@
-"""bit_reversed_sequence(batch_size=N): N counters per statement, Spanner's values.
+"""BitReversedSequence(batch_size=N): N counters per statement, Spanner's values.
 
 On the emulator a block gives exactly what Spanner's own sequence gives one
 value at a time, skip range included; on every engine an ORM flush gets the
@@ -26,7 +26,6 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from sqlalchemy_seqkeys import (
     BitReversedSequence,
     SequenceExhaustedError,
-    bit_reversed_sequence,
     reverse_bits,
     sequences_table,
 )
@@ -88,7 +87,7 @@ def counting(engine: Engine) -> Iterator[dict[str, int]]:
 
 
 def declare(name: str, **kw: Any) -> BitReversedSequence:
-    return bit_reversed_sequence(name, table=TABLE, **kw)
+    return BitReversedSequence(name, table=TABLE, **kw)
 
 
 def make_model(sequence: BitReversedSequence) -> tuple[type[Any], sa.MetaData]:
@@ -136,8 +135,8 @@ def test_blocks_on_the_emulator_equal_spanners_one_by_one_values(spanner_engine:
     n = 300
     taken: dict[int, list[int]] = {}
     for batch in (1, BATCH):
-        sequence = bit_reversed_sequence(
-            f"seqkeys_brb_emu{batch}", start_with_counter=START, skip_range=SKIP, batch_size=batch
+        sequence = BitReversedSequence(
+            f"seqkeys_brb_emu{batch}", start=START, skip_range=SKIP, batch_size=batch
         )
         sequence.drop(spanner_engine, checkfirst=True)
         sequence.create(spanner_engine)
@@ -155,9 +154,7 @@ def test_blocks_on_the_emulator_equal_spanners_one_by_one_values(spanner_engine:
 def test_an_orm_flush_gets_spanners_values_a_block_per_statement(engine: Engine) -> None:
     """On every engine, in flush order: the model's values; one read per block."""
     n = 300
-    sequence = declare(
-        "seqkeys_brb_orm", start_with_counter=START, skip_range=SKIP, batch_size=BATCH
-    )
+    sequence = declare("seqkeys_brb_orm", start=START, skip_range=SKIP, batch_size=BATCH)
     with rows_keyed_by(engine, sequence) as row, counting(engine) as counts:
         with Session(engine) as session:
             rows = [row(note=str(i)) for i in range(n)]
@@ -211,7 +208,7 @@ def test_a_skip_range_over_everything_is_reported_in_blocks(engine: Engine) -> N
 
 
 def test_a_sequence_created_anew_forgets_the_blocks_held(engine: Engine) -> None:
-    sequence = declare("seqkeys_brb_anew", start_with_counter=5, batch_size=BATCH)
+    sequence = declare("seqkeys_brb_anew", start=5, batch_size=BATCH)
     sequences_table(sa.MetaData(), TABLE).create(engine, checkfirst=True)
     sequence.drop(engine, checkfirst=True)
     sequence.create(engine)
@@ -364,8 +361,8 @@ def test_each_tenant_has_its_own_sequence_and_blocks(tenants: tuple[Engine, list
     engine, schemas = tenants
     a, b = (engine.execution_options(schema_translate_map={None: s}) for s in schemas)
     for start, tenant in ((100, a), (5000, b)):
-        bit_reversed_sequence("orders", start_with_counter=start).create(tenant)
-    sequence = bit_reversed_sequence("orders", batch_size=BATCH)
+        BitReversedSequence("orders", start=start).create(tenant)
+    sequence = BitReversedSequence("orders", batch_size=BATCH)
     taken: dict[str, list[int]] = {"a": [], "b": []}
     for _ in range(10):  # interleaved: each tenant's block stays its own
         taken["a"].append(sequence.next_value(a))

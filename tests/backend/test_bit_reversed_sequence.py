@@ -1,4 +1,4 @@
-"""bit_reversed_sequence: the same 1,000 values as Spanner's on every engine, and in the ORM."""
+"""BitReversedSequence: the same 1,000 values as Spanner's on every engine, and in the ORM."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from sqlalchemy_seqkeys import (
+    BitReversedSequence,
     SequenceAllocationError,
     SequenceExhaustedError,
-    bit_reversed_sequence,
     reverse_bits,
     sequences_table,
 )
@@ -36,9 +36,7 @@ def model(start: int, skip: tuple[int, int], n: int) -> list[int]:
 
 
 def take(engine: Engine, name: str, n: int, batch_size: int = 1) -> list[int]:
-    sequence = bit_reversed_sequence(
-        name, start_with_counter=START, skip_range=SKIP, batch_size=batch_size
-    )
+    sequence = BitReversedSequence(name, start=START, skip_range=SKIP, batch_size=batch_size)
     sequence.drop(engine, checkfirst=True)
     sequence.create(engine)
     try:
@@ -73,8 +71,8 @@ def models(engine: Engine) -> Iterator[tuple[type[Any], type[Any], Any]]:
         pass
 
     sequences_table(Base.metadata)  # used on the engines without sequences
-    counter = bit_reversed_sequence(
-        "seqkeys_order_id", start_with_counter=5, skip_range=(1, 2**61), metadata=Base.metadata
+    counter = BitReversedSequence(
+        "seqkeys_order_id", start=5, skip_range=(1, 2**61), metadata=Base.metadata
     )
 
     class Order(Base):
@@ -122,7 +120,7 @@ def test_orm_primary_key_and_composite_key(
 def test_drop_all_removes_the_sequence(engine: Engine) -> None:
     metadata = sa.MetaData()
     sequences_table(metadata)
-    sequence = bit_reversed_sequence("seqkeys_brs_gone", metadata=metadata)
+    sequence = BitReversedSequence("seqkeys_brs_gone", metadata=metadata)
     metadata.drop_all(engine)
     metadata.create_all(engine)
     first = sequence.next_value(engine)
@@ -139,7 +137,7 @@ def test_drop_all_removes_the_sequence(engine: Engine) -> None:
 
 
 def test_a_skip_range_over_everything_is_reported(engine: Engine) -> None:
-    sequence = bit_reversed_sequence("seqkeys_brs_all", skip_range=(0, 2**63 - 1))
+    sequence = BitReversedSequence("seqkeys_brs_all", skip_range=(0, 2**63 - 1))
     sequence.drop(engine, checkfirst=True)
     sequence.create(engine)
     try:
@@ -160,7 +158,7 @@ def test_a_failing_native_sequence_is_a_seqkeys_error(engine: Engine, batch_size
     """The server's error on the native nextval comes as a SeqKeysError, its cause kept."""
     if not engine.dialect.supports_sequences:
         pytest.skip("no native sequence here: the sequences table's errors are tested elsewhere")
-    sequence = bit_reversed_sequence("br_gone", batch_size=batch_size)
+    sequence = BitReversedSequence("br_gone", batch_size=batch_size)
     sequence.create(engine, checkfirst=True)
     sequence.drop(engine)  # a migration dropped it under a running process
     with engine.connect() as conn, pytest.raises(SequenceAllocationError) as info:

@@ -28,12 +28,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy_seqkeys import (
     CombGuid,
     DoctorReport,
+    PooledSequence,
     TableSequence,
     doctor,
     doctor_async,
     new_comb_guid,
     new_uuid7,
-    pooled_sequence,
     sequences_table,
     workers_table,
 )
@@ -50,7 +50,7 @@ ROWS = 5
 class Models:
     metadata: sa.MetaData
     orders: sa.Table  # TableSequence
-    items: sa.Table  # pooled_sequence
+    items: sa.Table  # PooledSequence
     events: sa.Table  # new_comb_guid
     notes: sa.Table  # new_uuid7
     invoice_no: TableSequence
@@ -60,7 +60,7 @@ class Models:
 def make_models(metadata: sa.MetaData | None = None) -> Models:
     metadata = metadata or sa.MetaData()
     invoice_no = TableSequence("doc_invoice_no", mode="batch", batch_size=10)
-    item_id = pooled_sequence("doc_item_id", 10)
+    item_id = PooledSequence("doc_item_id", batch_size=10)
     big = sa.BigInteger()
     orders = sa.Table(
         "doc_orders", metadata, sa.Column("id", big, primary_key=True, default=invoice_no)
@@ -397,11 +397,11 @@ def test_a_snowflake_lease_sets_the_clock_limit(engines: Any) -> None:
 
 
 def test_a_bit_reversed_keys_counter_must_exist(fresh: tuple[Engine, str]) -> None:
-    from sqlalchemy_seqkeys import bit_reversed_sequence
+    from sqlalchemy_seqkeys import BitReversedSequence
 
     engine, _ = fresh
     models = make_models()
-    account_id = bit_reversed_sequence("doc_account_id", metadata=models.metadata)
+    account_id = BitReversedSequence("doc_account_id", metadata=models.metadata)
     sa.Table(
         "doc_accounts",
         models.metadata,

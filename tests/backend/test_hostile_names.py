@@ -26,12 +26,12 @@ from sqlalchemy.engine import Engine
 
 import sqlalchemy_seqkeys.alembic  # noqa: F401 - registers the operations on op
 from sqlalchemy_seqkeys import (
+    BitReversedSequence,
+    PooledSequence,
     SeqKeysError,
     TableSequence,
-    bit_reversed_sequence,
     create_table_sequence,
     drop_table_sequence,
-    pooled_sequence,
     resync_pooled_sequence,
     resync_pooled_sequence_async,
     resync_table_sequence,
@@ -171,14 +171,14 @@ def test_resync_moves_the_pooled_sequence_named_not_its_percent_twin(
 ) -> None:
     other = "q%%x" if name == "q%x" else "q%x"
     data, column = data_names(engine)
-    made = [pooled_sequence(n, 1, table=TABLE) for n in (name, other)]
+    made = [PooledSequence(n, batch_size=1, table=TABLE) for n in (name, other)]
     for sequence in made:
         sequence.drop(engine, checkfirst=True)
         sequence.create(engine)
     try:
         assert resync_pooled_sequence(engine, name, data, column, sequences_table=TABLE) == 5001
-        assert pooled_sequence(name, 1, table=TABLE).next_value(engine) == 5001
-        assert pooled_sequence(other, 1, table=TABLE).next_value(engine) == 1
+        assert PooledSequence(name, batch_size=1, table=TABLE).next_value(engine) == 5001
+        assert PooledSequence(other, batch_size=1, table=TABLE).next_value(engine) == 1
     finally:
         for sequence in made:
             sequence.drop(engine, checkfirst=True)
@@ -188,13 +188,13 @@ def test_resync_finds_a_percent_named_pooled_sequence_alone(
     engine: Engine, setting: dict[str, sa.Table]
 ) -> None:
     data, column = data_names(engine)
-    sequence = pooled_sequence("p%x", 1, table=TABLE)
+    sequence = PooledSequence("p%x", batch_size=1, table=TABLE)
     sequence.drop(engine, checkfirst=True)
     sequence.create(engine)
     try:
         assert sequence.next_value(engine) == 1
         assert resync_pooled_sequence(engine, "p%x", data, column, sequences_table=TABLE) == 5001
-        assert pooled_sequence("p%x", 1, table=TABLE).next_value(engine) == 5001
+        assert PooledSequence("p%x", batch_size=1, table=TABLE).next_value(engine) == 5001
     finally:
         sequence.drop(engine, checkfirst=True)
 
@@ -207,7 +207,7 @@ def test_pooled_sequence_create_mint_resync_drop(
     engine: Engine, setting: dict[str, sa.Table], name: str
 ) -> None:
     data, column = data_names(engine)
-    pair = {n: pooled_sequence(n, 10, table=TABLE) for n in (name, twin(name))}
+    pair = {n: PooledSequence(n, batch_size=10, table=TABLE) for n in (name, twin(name))}
     for sequence in pair.values():
         sequence.drop(engine, checkfirst=True)
         sequence.create(engine)
@@ -219,8 +219,14 @@ def test_pooled_sequence_create_mint_resync_drop(
         again = resync_pooled_sequence(engine, name, data, column, sequences_table=TABLE)
         assert again is None or (again == 5001 and engine.dialect.name == "mysql")
         # processes started afresh: the one resynced goes on past the data, the twin as it was
-        assert pooled_sequence(name, 10, table=TABLE).next_values(engine, 2) == [5001, 5002]
-        assert pooled_sequence(twin(name), 10, table=TABLE).next_values(engine, 2) == [11, 12]
+        assert PooledSequence(name, batch_size=10, table=TABLE).next_values(engine, 2) == [
+            5001,
+            5002,
+        ]
+        assert PooledSequence(twin(name), batch_size=10, table=TABLE).next_values(engine, 2) == [
+            11,
+            12,
+        ]
         assert pair[name].next_value(engine) == 4  # its block is still its own
     finally:
         for sequence in pair.values():
@@ -239,18 +245,18 @@ def test_pooled_sequence_alembic_operations(
     engine: Engine, setting: dict[str, sa.Table], name: str
 ) -> None:
     data, column = data_names(engine)
-    other = pooled_sequence(twin(name), 10, table=TABLE)
+    other = PooledSequence(twin(name), batch_size=10, table=TABLE)
     other.drop(engine, checkfirst=True)
     other.create(engine)
-    pooled_sequence(name, 10, table=TABLE).drop(engine, checkfirst=True)
+    PooledSequence(name, batch_size=10, table=TABLE).drop(engine, checkfirst=True)
     try:
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             op = Operations(MigrationContext.configure(conn))
             op.create_pooled_sequence(name, 10, start=20, table=TABLE)
-            assert pooled_sequence(name, 10, table=TABLE).next_value(conn) == 20
+            assert PooledSequence(name, batch_size=10, table=TABLE).next_value(conn) == 20
             op.resync_pooled_sequence(name, data, column, sequences_table=TABLE)
-            assert pooled_sequence(name, 10, table=TABLE).next_value(conn) == 5001
-            assert pooled_sequence(twin(name), 10, table=TABLE).next_value(conn) == 1
+            assert PooledSequence(name, batch_size=10, table=TABLE).next_value(conn) == 5001
+            assert PooledSequence(twin(name), batch_size=10, table=TABLE).next_value(conn) == 1
             op.drop_pooled_sequence(name, 10, start=20, table=TABLE)
             if native(engine):
                 assert not sa.inspect(conn).has_sequence(name)
@@ -259,7 +265,7 @@ def test_pooled_sequence_alembic_operations(
                 assert read_next_value(conn, name, table=TABLE) is None
                 assert read_next_value(conn, twin(name), table=TABLE) == 11
     finally:
-        pooled_sequence(name, 10, table=TABLE).drop(engine, checkfirst=True)
+        PooledSequence(name, batch_size=10, table=TABLE).drop(engine, checkfirst=True)
         other.drop(engine, checkfirst=True)
     assert_canary(engine)
 
@@ -274,7 +280,7 @@ def test_bit_reversed_sequence_create_mint_drop(
     engine: Engine, setting: dict[str, sa.Table], name: str, batch_size: int
 ) -> None:
     pair = {
-        n: bit_reversed_sequence(n, start_with_counter=start, batch_size=batch_size, table=TABLE)
+        n: BitReversedSequence(n, start=start, batch_size=batch_size, table=TABLE)
         for n, start in ((name, 1), (twin(name), 1000))
     }
     if is_spanner(engine) and spanner_refuses(name):
@@ -350,10 +356,12 @@ def test_the_longest_names_are_distinct_sequences(
 ) -> None:
     data, column = data_names(engine)
     names = longest(engine)
-    pooled = [pooled_sequence(n, 10, start=1 + 100 * i, table=TABLE) for i, n in enumerate(names)]
-    reversed_ = [
-        bit_reversed_sequence(n, start_with_counter=1 + 100 * i, table=TABLE)
+    pooled = [
+        PooledSequence(n, batch_size=10, start=1 + 100 * i, table=TABLE)
         for i, n in enumerate(names)
+    ]
+    reversed_ = [
+        BitReversedSequence(n, start=1 + 100 * i, table=TABLE) for i, n in enumerate(names)
     ]
     for sequence in [*pooled, *reversed_]:
         sequence.drop(engine, checkfirst=True)
@@ -362,7 +370,7 @@ def test_the_longest_names_are_distinct_sequences(
             sequence.create(engine)
         assert [s.next_value(engine) for s in pooled] == [1 + 100 * i for i in range(len(names))]
         assert resync_pooled_sequence(engine, names[0], data, column, sequences_table=TABLE) == 5001
-        fresh = [pooled_sequence(n, 10, table=TABLE).next_value(engine) for n in names]
+        fresh = [PooledSequence(n, batch_size=10, table=TABLE).next_value(engine) for n in names]
         assert fresh == [5001, *(11 + 100 * i for i in range(1, len(names)))]
         for sequence in pooled:
             sequence.drop(engine)
@@ -377,8 +385,8 @@ def test_the_longest_names_are_distinct_sequences(
 
 def test_names_over_the_librarys_limit_are_refused_on_declaration() -> None:
     for declare in (
-        lambda n: pooled_sequence(n),
-        lambda n: bit_reversed_sequence(n),
+        lambda n: PooledSequence(n),
+        lambda n: BitReversedSequence(n),
         lambda n: TableSequence(n, mode="batch"),
     ):
         with pytest.raises(SeqKeysError, match="at most 64"):
@@ -395,9 +403,9 @@ def test_postgresql_names_over_63_bytes_are_refused_not_truncated(
     with statements(engine) as sent:
         for name in names:
             for sequence in (
-                pooled_sequence(name, 10, table=TABLE),
-                bit_reversed_sequence(name, table=TABLE),
-                bit_reversed_sequence(name, batch_size=5, table=TABLE),
+                PooledSequence(name, batch_size=10, table=TABLE),
+                BitReversedSequence(name, table=TABLE),
+                BitReversedSequence(name, batch_size=5, table=TABLE),
             ):
                 for call in (sequence.create, sequence.next_value, sequence.drop):
                     with pytest.raises(SeqKeysError, match="63 bytes"):
@@ -436,15 +444,15 @@ def test_mariadb_refuses_names_it_cannot_hold(mysql_engine: Engine, made: _Made)
     # outside the Basic Multilingual Plane: MariaDB's identifiers cannot hold it
     with statements(engine) as sent:
         for make in (
-            lambda n: pooled_sequence(n, 10, table=TABLE),
-            lambda n: bit_reversed_sequence(n, table=TABLE),
+            lambda n: PooledSequence(n, batch_size=10, table=TABLE),
+            lambda n: BitReversedSequence(n, table=TABLE),
         ):
             with pytest.raises(SeqKeysError, match="U\\+FFFF"):
                 make("emoji_😀").create(engine)
     assert not [s for s in sent if "😀" in s]
     # 64 characters, but a file name (its table's) longer than the file system holds
     wide = "日本" * 32
-    for sequence in (pooled_sequence(wide, 10, table=TABLE), bit_reversed_sequence(wide)):
+    for sequence in (PooledSequence(wide, batch_size=10, table=TABLE), BitReversedSequence(wide)):
         with pytest.raises(SeqKeysError, match="file name"):
             sequence.create(engine)
     with engine.connect() as conn:
@@ -458,7 +466,7 @@ def test_spanner_refuses_names_its_identifiers_forbid_before_any_io(
     with statements(engine) as sent:
         for name in ("q%x", "1starts_with_a_digit", "spa ced", "naïve"):
             with pytest.raises(SeqKeysError, match="Spanner"):
-                bit_reversed_sequence(name).create(engine)
+                BitReversedSequence(name).create(engine)
         for table, column in ((DATA, "id"), ("plain", COLUMN)):
             with pytest.raises(SeqKeysError, match="Spanner"):
                 resync_table_sequence(engine, "n", table, column, sequences_table=TABLE)
@@ -499,7 +507,7 @@ def test_async_drivers_move_the_pooled_sequence_named(
     sync = async_server_database.sync
     prepare(sync, made)
     names = ("q%x", "q%%x", "o'b`x")
-    made_here = [pooled_sequence(n, 10, table=TABLE) for n in names]
+    made_here = [PooledSequence(n, batch_size=10, table=TABLE) for n in names]
     for sequence in made_here:
         sequence.drop(sync, checkfirst=True)
         sequence.create(sync)
@@ -511,7 +519,7 @@ def test_async_drivers_move_the_pooled_sequence_named(
             moved = await resync_pooled_sequence_async(
                 engine, "q%x", DATA, COLUMN, sequences_table=TABLE
             )
-            fresh = [await pooled_sequence(n, 10).next_value_async(engine) for n in names]
+            fresh = [await PooledSequence(n, batch_size=10).next_value_async(engine) for n in names]
             return first, moved, fresh
         finally:
             await engine.dispose()

@@ -22,8 +22,8 @@ from sqlalchemy_seqkeys import (
     CombGuid,
     InvalidGuidError,
     InvalidSequenceError,
+    PooledSequence,
     create_table_sequence,
-    pooled_sequence,
     resync_pooled_sequence,
     resync_table_sequence,
     sequences_table,
@@ -117,7 +117,7 @@ def test_resync_from_a_missing_table_or_column_is_a_seqkeys_error(
 def test_pooled_resync_from_a_missing_table_or_column_is_a_seqkeys_error(
     engine: Engine, sequences: sa.Table, table: str, column: str, says: str
 ) -> None:
-    order_id = pooled_sequence("seqkeys_bad_pooled", 50)
+    order_id = PooledSequence("seqkeys_bad_pooled", batch_size=50)
     order_id.create(engine, checkfirst=True)
     try:
         with pytest.raises(InvalidSequenceError, match=says):

@@ -33,11 +33,11 @@ import sqlalchemy_seqkeys
 import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import (
     BitReversed,
+    BitReversedSequence,
     CombGuid,
     ShardId,
     Snowflake,
     TableSequence,
-    bit_reversed_sequence,
     new_comb_guid,
     sequences_table,
 )
@@ -53,7 +53,7 @@ def make_models() -> sa.MetaData:
     invoice_no = TableSequence("ms_invoice_no", mode="in_transaction", start=1000)
     order_no = TableSequence("ms_order_no", mode="batch", batch_size=20)
     counter = TableSequence("ms_counter", mode="batch", batch_size=20)
-    account_id = bit_reversed_sequence("ms_account_id", metadata=Base.metadata)
+    account_id = BitReversedSequence("ms_account_id", metadata=Base.metadata)
 
     class Invoice(Base):
         __tablename__ = "ms_invoices"

@@ -1,4 +1,4 @@
-"""pooled_sequence under asyncio: concurrent AsyncSessions, the ``_async`` methods and
+"""PooledSequence under asyncio: concurrent AsyncSessions, the ``_async`` methods and
 resync.
 """
 
@@ -10,7 +10,7 @@ import math
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sqlalchemy_seqkeys import pooled_sequence
+from sqlalchemy_seqkeys import PooledSequence
 from sqlalchemy_seqkeys.pooled import resync_pooled_sequence_async
 from sqlalchemy_seqkeys.sequences.table import read_next_value
 from tests.backend._pooled import (
@@ -34,7 +34,7 @@ def test_concurrent_async_sessions(async_database: AsyncDatabase) -> None:
     sync = async_database.sync
     has_native = native(sync)
     drop_everything(sync, name)
-    sequence = pooled_sequence(name, SIZE, table=TABLE)
+    sequence = PooledSequence(name, batch_size=SIZE, table=TABLE)
     row, metadata = make_model(sequence)
     tasks, per_task = 10, 45
 

@@ -1,4 +1,4 @@
-"""pooled_sequence hands out blocks: one round trip per ``allocation_size`` keys on every
+"""PooledSequence hands out blocks: one round trip per ``allocation_size`` keys on every
 engine, keys never shared with a raw ``nextval`` writer, and never the parent's block in a
 forked child.
 """
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from sqlalchemy_seqkeys import PooledSequence, pooled_sequence
+from sqlalchemy_seqkeys import PooledSequence
 from sqlalchemy_seqkeys.sequences.table import allocate, read_next_value
 from tests._helpers import in_forked_child
 from tests.backend._pooled import ROWS, SIZE, TABLE, all_ids, counting, is_spanner, native
@@ -206,7 +206,7 @@ def test_a_forked_child_never_uses_the_parents_block(native_engine: Engine) -> N
     """
     name = "seqkeys_pooled_native"
     engine = sa.create_engine(native_engine.url, poolclass=sa.pool.NullPool)
-    sequence = pooled_sequence(name, SIZE, table=TABLE)
+    sequence = PooledSequence(name, batch_size=SIZE, table=TABLE)
     sequence.create(engine)
     before = sequence.next_values(engine, 10)  # the parent holds 11 .. 50
 

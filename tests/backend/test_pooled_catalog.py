@@ -1,4 +1,4 @@
-"""pooled_sequence checks the native sequence in the catalog before it hands out a key: a
+"""PooledSequence checks the native sequence in the catalog before it hands out a key: a
 changed increment, a sequence made by another tool, a cycling one and a block past BIGINT are
 refused (PostgreSQL 15 and 18, MariaDB).
 """
@@ -11,10 +11,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from sqlalchemy_seqkeys import (
+    PooledSequence,
     PooledSequenceMismatchError,
     SequenceExhaustedError,
     SequenceNotFoundError,
-    pooled_sequence,
 )
 from tests.backend._pooled import SIZE, TABLE, execute, make_model
 
@@ -28,12 +28,12 @@ def raw_nextval(engine: Engine, name: str) -> int:
 
 def test_a_changed_increment_is_refused_and_nothing_is_handed_out(native_engine: Engine) -> None:
     name = "seqkeys_pooled_native"
-    pooled_sequence(name, SIZE, table=TABLE).create(native_engine)
+    PooledSequence(name, batch_size=SIZE, table=TABLE).create(native_engine)
     execute(native_engine, f"ALTER SEQUENCE {name} INCREMENT BY 7")  # by hand
-    sequence = pooled_sequence(name, SIZE, table=TABLE)
+    sequence = PooledSequence(name, batch_size=SIZE, table=TABLE)
     row, metadata = make_model(sequence)
     metadata.create_all(native_engine, checkfirst=True)
-    message = r"INCREMENT BY 7 in the database, .* declares allocation_size=50"
+    message = r"INCREMENT BY 7 in the database, .* declares batch_size=50"
     with pytest.raises(PooledSequenceMismatchError, match=message):
         sequence.next_value(native_engine)
     with Session(native_engine) as session:
@@ -52,19 +52,19 @@ def test_a_changed_increment_is_refused_and_nothing_is_handed_out(native_engine:
 def test_a_sequence_made_by_another_tool_is_refused(native_engine: Engine) -> None:
     execute(native_engine, "CREATE SEQUENCE seqkeys_pooled_plain")  # INCREMENT BY 1
     with pytest.raises(PooledSequenceMismatchError, match="INCREMENT BY 1 in the database"):
-        pooled_sequence("seqkeys_pooled_plain", SIZE).next_value(native_engine)
+        PooledSequence("seqkeys_pooled_plain", batch_size=SIZE).next_value(native_engine)
     execute(native_engine, "DROP SEQUENCE seqkeys_pooled_plain")
     execute(native_engine, f"CREATE SEQUENCE seqkeys_pooled_plain INCREMENT BY {SIZE} CYCLE")
     with pytest.raises(PooledSequenceMismatchError, match="cycles"):
-        pooled_sequence("seqkeys_pooled_plain", SIZE).next_value(native_engine)
+        PooledSequence("seqkeys_pooled_plain", batch_size=SIZE).next_value(native_engine)
     with pytest.raises(SequenceNotFoundError, match=r"op\.create_pooled_sequence"):
-        pooled_sequence("seqkeys_pooled_absent", SIZE).next_value(native_engine)
+        PooledSequence("seqkeys_pooled_absent", batch_size=SIZE).next_value(native_engine)
 
 
 def test_a_block_past_bigint_is_refused(native_engine: Engine) -> None:
     name = "seqkeys_pooled_native"
     start = 2**63 - 1 - 60
-    sequence = pooled_sequence(name, SIZE, start=start, table=TABLE)
+    sequence = PooledSequence(name, batch_size=SIZE, start=start, table=TABLE)
     sequence.create(native_engine)
     assert sequence.next_values(native_engine, SIZE) == list(range(start, start + SIZE))
     # the next nextval returns 2**63 - 11: its block would pass 2**63 - 1

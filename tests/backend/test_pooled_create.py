@@ -12,7 +12,7 @@ from alembic.operations import Operations
 from sqlalchemy.engine import Engine
 
 import sqlalchemy_seqkeys.alembic
-from sqlalchemy_seqkeys import MigrationError, pooled_sequence
+from sqlalchemy_seqkeys import MigrationError, PooledSequence
 from sqlalchemy_seqkeys.alembic.pooled_ops import CreatePooledSequenceOp
 from sqlalchemy_seqkeys.sequences.table import read_next_value
 from tests.backend._pooled import ROWS, TABLE, drop_everything, native
@@ -26,7 +26,7 @@ def test_create_all_and_drop_all_manage_the_sequence(engine: Engine) -> None:
     name = "seqkeys_pooled_md"
     drop_everything(engine, name)
     metadata = sa.MetaData()
-    sequence = pooled_sequence(name, 10, start=500, table=TABLE, metadata=metadata)
+    sequence = PooledSequence(name, batch_size=10, start=500, table=TABLE, metadata=metadata)
     try:
         metadata.create_all(engine)
         metadata.create_all(engine)  # checkfirst: nothing changes
@@ -47,7 +47,7 @@ def test_alembic_operations_and_autogenerate(engine: Engine) -> None:
     name = "seqkeys_pooled_ops"
     drop_everything(engine, name)
     declared = sa.MetaData()
-    sequence = pooled_sequence(name, 20, start=7, table=TABLE, metadata=declared)
+    sequence = PooledSequence(name, batch_size=20, start=7, table=TABLE, metadata=declared)
     try:
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             opts = {
@@ -76,7 +76,7 @@ def test_alembic_operations_and_autogenerate(engine: Engine) -> None:
             op.create_table(ROWS, sa.Column("id", sa.BigInteger, primary_key=True))
             op.execute(sa.text(f"INSERT INTO {ROWS} (id) VALUES (1000)"))
             op.resync_pooled_sequence(name, ROWS, "id", sequences_table=TABLE)
-            assert pooled_sequence(name, 20, table=TABLE).next_value(conn) == 1001
+            assert PooledSequence(name, batch_size=20, table=TABLE).next_value(conn) == 1001
             op.drop_pooled_sequence(name, 20, start=7, table=TABLE)
             with pytest.raises(MigrationError, match="nothing to drop"):
                 op.drop_pooled_sequence(name, 20, table=TABLE)

@@ -1,4 +1,4 @@
-"""pooled_sequence on MySQL, which has no sequences: the sequences table (MariaDB plays MySQL,
+"""PooledSequence on MySQL, which has no sequences: the sequences table (MariaDB plays MySQL,
 its dialect told it has none).
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from sqlalchemy_seqkeys import pooled_sequence, resync_pooled_sequence
+from sqlalchemy_seqkeys import PooledSequence, resync_pooled_sequence
 from sqlalchemy_seqkeys.sequences.table import read_next_value
 from tests.backend._pooled import (
     ROWS,
@@ -35,7 +35,7 @@ def test_mysql_without_sequences_uses_the_sequences_table(mysql_engine: Engine) 
     drop_everything(engine, name)
     try:
         assert not native(engine)
-        sequence = pooled_sequence(name, SIZE, table=TABLE)
+        sequence = PooledSequence(name, batch_size=SIZE, table=TABLE)
         row, metadata = make_model(sequence)
         metadata.create_all(engine)
         with counting(engine) as counts, Session(engine) as session:

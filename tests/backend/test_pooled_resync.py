@@ -16,7 +16,6 @@ from sqlalchemy_seqkeys import (
     PooledSequence,
     SequenceMovedBackwardsError,
     SequenceNotFoundError,
-    pooled_sequence,
     resync_pooled_sequence,
 )
 from tests.backend._pooled import ROWS, SIZE, TABLE, all_ids, drop_everything, execute
@@ -48,7 +47,7 @@ def test_resync_moves_past_imported_keys_and_never_back(
 
 def test_a_sequence_moved_back_is_refused_until_resynced(native_engine: Engine) -> None:
     name = "seqkeys_pooled_native"
-    sequence = pooled_sequence(name, SIZE, table=TABLE)
+    sequence = PooledSequence(name, batch_size=SIZE, table=TABLE)
     sequence.create(native_engine)
     taken = sequence.next_values(native_engine, SIZE + 10)  # blocks 1 and 51
     execute(native_engine, f"ALTER SEQUENCE {name} RESTART")  # back to 1, by hand
@@ -67,7 +66,7 @@ def test_resync_holds_nextval_back_until_its_transaction_ends(pg_engine: Engine)
     """No block can be taken between reading the sequence and moving it (ALTER's lock)."""
     name = "seqkeys_pooled_native"
     drop_everything(pg_engine, name)
-    sequence = pooled_sequence(name, SIZE, table=TABLE)
+    sequence = PooledSequence(name, batch_size=SIZE, table=TABLE)
     sequence.create(pg_engine)
     try:
         execute(pg_engine, f"CREATE TABLE {ROWS} (id BIGINT PRIMARY KEY)")

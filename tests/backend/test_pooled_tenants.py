@@ -1,4 +1,4 @@
-"""pooled_sequence with a ``schema_translate_map``: each tenant has its own sequence and
+"""PooledSequence with a ``schema_translate_map``: each tenant has its own sequence and
 blocks (PostgreSQL schemas, MariaDB databases).
 """
 
@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from sqlalchemy_seqkeys import PooledSequenceMismatchError, pooled_sequence, resync_pooled_sequence
+from sqlalchemy_seqkeys import PooledSequence, PooledSequenceMismatchError, resync_pooled_sequence
 from tests.backend._pooled import ROWS, execute
 
 pytestmark = pytest.mark.backend
@@ -46,12 +46,12 @@ def test_tenants_have_their_own_sequences_and_blocks(
     engine, schemas = tenants
     a, b = (engine.execution_options(schema_translate_map={None: s}) for s in schemas)
     for start, tenant in zip((100, 5000), (a, b), strict=True):
-        pooled_sequence("orders", 10, start=start).create(tenant)
-    sequence = pooled_sequence("orders", 10)
+        PooledSequence("orders", batch_size=10, start=start).create(tenant)
+    sequence = PooledSequence("orders", batch_size=10)
     assert sequence.next_values(a, 12) == list(range(100, 112))
     assert sequence.next_values(b, 12) == list(range(5000, 5012))
     execute(engine, f"ALTER SEQUENCE {schemas[1]}.orders INCREMENT BY 3")
-    other = pooled_sequence("orders", 10)
+    other = PooledSequence("orders", batch_size=10)
     assert other.next_value(a) == 120  # tenant a is as declared
     with pytest.raises(PooledSequenceMismatchError, match="INCREMENT BY 3"):
         other.next_value(b)
@@ -61,5 +61,5 @@ def test_tenants_have_their_own_sequences_and_blocks(
     with a.begin() as conn:
         conn.execute(rows.insert(), [{"id": 7000}])
     assert resync_pooled_sequence(a, "orders", ROWS, "id") == 7001
-    assert pooled_sequence("orders", 10).next_value(a) == 7001
+    assert PooledSequence("orders", batch_size=10).next_value(a) == 7001
     assert sequence.next_values(b, 8) == list(range(5012, 5020))  # b's block, untouched

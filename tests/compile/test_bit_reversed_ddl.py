@@ -1,4 +1,4 @@
-"""The DDL of bit_reversed_sequence per dialect, compiled without a server; its bad input."""
+"""The DDL of BitReversedSequence per dialect, compiled without a server; its bad input."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mssql, oracle, postgresql
 from sqlalchemy.schema import CreateSequence, DropSequence
 
-from sqlalchemy_seqkeys import InvalidBitReversalError, bit_reversed_sequence
+from sqlalchemy_seqkeys import BitReversedSequence, InvalidBitReversalError
 from sqlalchemy_seqkeys._dialect import bit_reversed_block
 from sqlalchemy_seqkeys.bitreverse import _BLOCK_STATEMENTS, _mariadb_recursive_block
 
@@ -27,7 +27,7 @@ def mariadb_dialect() -> Any:
     return MariaDBDialect()
 
 
-SEQUENCE = bit_reversed_sequence("order_id", start_with_counter=1000, skip_range=(1, 99_999))
+SEQUENCE = BitReversedSequence("order_id", start=1000, skip_range=(1, 99_999))
 
 EXPECTED = {
     # the skip range survives (sqlalchemy-spanner's own Sequence DDL drops it)
@@ -56,7 +56,7 @@ def test_create_sequence_ddl(name: str) -> None:
 
 
 def test_spanner_ddl_without_skip_range_and_if_not_exists() -> None:
-    sequence = bit_reversed_sequence("plain")
+    sequence = BitReversedSequence("plain")
     ddl = CreateSequence(sequence.sequence, if_not_exists=True).compile(dialect=spanner_dialect())
     assert str(ddl) == (
         "CREATE SEQUENCE IF NOT EXISTS plain OPTIONS "
@@ -73,9 +73,9 @@ def test_plain_sequences_keep_sqlalchemy_spanners_ddl() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"start_with_counter": 0}, "start_with_counter must be an int from 1"),
-        ({"start_with_counter": 2**63}, "start_with_counter must be an int from 1"),
-        ({"start_with_counter": True}, "start_with_counter must be an int from 1"),
+        ({"start": 0}, "start must be an int from 1"),
+        ({"start": 2**63}, "start must be an int from 1"),
+        ({"start": True}, "start must be an int from 1"),
         ({"skip_range": (5, 1)}, "0 <= skip_range_min <= skip_range_max < 2**63"),
         ({"skip_range": (-1, 10)}, "0 <= skip_range_min <= skip_range_max < 2**63"),
         ({"skip_range": (1, 2**63)}, "0 <= skip_range_min <= skip_range_max < 2**63"),
@@ -90,30 +90,24 @@ def test_plain_sequences_keep_sqlalchemy_spanners_ddl() -> None:
 )
 def test_bad_arguments(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidBitReversalError, match=re.escape(message)):
-        bit_reversed_sequence("s", **kwargs)
+        BitReversedSequence("s", **kwargs)
 
 
 def test_repr_is_the_declaration() -> None:
-    assert repr(SEQUENCE) == (
-        "bit_reversed_sequence('order_id', start_with_counter=1000, skip_range=(1, 99999))"
-    )
+    assert repr(SEQUENCE) == ("BitReversedSequence('order_id', start=1000, skip_range=(1, 99999))")
 
 
 def test_repr_names_a_batch_size_other_than_one() -> None:
-    sequence = bit_reversed_sequence("order_id", start_with_counter=5, batch_size=50)
-    assert (
-        repr(sequence) == "bit_reversed_sequence('order_id', start_with_counter=5, batch_size=50)"
-    )
+    sequence = BitReversedSequence("order_id", start=5, batch_size=50)
+    assert repr(sequence) == "BitReversedSequence('order_id', start=5, batch_size=50)"
     assert sequence.batch_size == 50
-    assert bit_reversed_sequence("order_id").batch_size == 1
+    assert BitReversedSequence("order_id").batch_size == 1
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_a_batch_size_changes_no_ddl(name: str) -> None:
     dialect = DIALECTS[name]()
-    batched = bit_reversed_sequence(
-        "order_id", start_with_counter=1000, skip_range=(1, 99_999), batch_size=50
-    )
+    batched = BitReversedSequence("order_id", start=1000, skip_range=(1, 99_999), batch_size=50)
     assert str(CreateSequence(batched.sequence).compile(dialect=dialect)) == EXPECTED[name]
 
 
@@ -150,7 +144,7 @@ def test_spanner_fetches_at_most_10000_per_statement() -> None:
 
 
 def test_mariadb_without_the_sequence_engine_and_a_schema() -> None:
-    sequence = bit_reversed_sequence("order_id", schema="shop").sequence
+    sequence = BitReversedSequence("order_id", schema="shop").sequence
     dialect = mariadb_dialect()
     block = str(
         _BLOCK_STATEMENTS[bit_reversed_block(dialect)](sequence, 7).compile(dialect=dialect)

@@ -1,8 +1,8 @@
-"""pooled_sequence's DDL per dialect, compiled without a server; its Alembic SQL; bad input.
+"""PooledSequence's DDL per dialect, compiled without a server; its Alembic SQL; bad input.
 
 Where the engine has sequences that increment (PostgreSQL, MariaDB, Oracle,
 SQL Server) a pooled sequence is ``CREATE SEQUENCE ... INCREMENT BY
-allocation_size START WITH start``; where it has none (SQLite, MySQL, and
+batch_size START WITH start``; where it has none (SQLite, MySQL, and
 Spanner, whose sequences are bit-reversed) it is a row of the sequences
 table, and no CREATE SEQUENCE is emitted.
 """
@@ -23,8 +23,8 @@ from sqlalchemy.schema import CreateSequence, DropSequence
 import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import (
     InvalidSequenceError,
+    PooledSequence,
     SeqKeysError,
-    pooled_sequence,
     sequences_table,
 )
 from sqlalchemy_seqkeys.alembic.pooled_ops import (
@@ -69,7 +69,7 @@ MOCK_URLS = {
 NATIVE = ("postgresql", "mariadb", "oracle", "mssql")
 FALLBACK = ("mysql", "sqlite", "spanner")
 
-SEQUENCE = pooled_sequence("order_id", 50, start=1000)
+SEQUENCE = PooledSequence("order_id", batch_size=50, start=1000)
 
 NEXTVAL = {
     "postgresql": "SELECT nextval('order_id') AS next_value_1",
@@ -109,7 +109,7 @@ def ddl_of_create_all(name: str, metadata: sa.MetaData) -> list[str]:
 
 def declare() -> sa.MetaData:
     metadata = sa.MetaData()
-    order_id = pooled_sequence("order_id", 50, start=1000, metadata=metadata)
+    order_id = PooledSequence("order_id", batch_size=50, start=1000, metadata=metadata)
     sa.Table(
         "orders",
         metadata,
@@ -249,7 +249,7 @@ def test_autogenerate_renders_the_operation() -> None:
 
 def test_declared_sequences_are_found_in_defaults_and_metadata() -> None:
     metadata = declare()
-    other = pooled_sequence("attached_only", 10, metadata=metadata)
+    other = PooledSequence("attached_only", batch_size=10, metadata=metadata)
     found = declared_pooled_sequences([metadata])
     assert set(found) == {"order_id", "attached_only"}
     assert found["attached_only"] is other
@@ -258,24 +258,30 @@ def test_declared_sequences_are_found_in_defaults_and_metadata() -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: pooled_sequence("s", 0), "allocation_size must be an int from 1 to 2147483648"),
-        (lambda: pooled_sequence("s", 2**31 + 1), "allocation_size must be an int from 1"),
-        (lambda: pooled_sequence("s", 50.0), "allocation_size must be an int"),
-        (lambda: pooled_sequence("s", True), "allocation_size must be an int"),
-        (lambda: pooled_sequence("s", "50"), "allocation_size must be an int"),
-        (lambda: pooled_sequence("s", 50, start=0), "start must be an int from 1"),
-        (lambda: pooled_sequence("s", 50, start=2**63 - 50), "must fit in a BIGINT"),
-        (lambda: pooled_sequence("", 50), "a sequence name must be a non-empty str"),
-        (lambda: pooled_sequence(None, 50), "a sequence name must be a non-empty str"),
-        (lambda: pooled_sequence("a" * 65, 50), "at most 64"),
-        (lambda: pooled_sequence("s", 50, metadata="md"), "metadata must be a MetaData or None"),
-        (lambda: pooled_sequence("s", 50, schema=""), "schema must be a non-empty str"),
-        (lambda: pooled_sequence("s", 50, table=""), "table must be a non-empty str"),
         (
-            lambda: pooled_sequence("s").next_values(sa.create_engine("sqlite://"), -1),
+            lambda: PooledSequence("s", batch_size=0),
+            "batch_size must be an int from 1 to 2147483648",
+        ),
+        (lambda: PooledSequence("s", batch_size=2**31 + 1), "batch_size must be an int from 1"),
+        (lambda: PooledSequence("s", batch_size=50.0), "batch_size must be an int"),
+        (lambda: PooledSequence("s", batch_size=True), "batch_size must be an int"),
+        (lambda: PooledSequence("s", batch_size="50"), "batch_size must be an int"),
+        (lambda: PooledSequence("s", batch_size=50, start=0), "start must be an int from 1"),
+        (lambda: PooledSequence("s", batch_size=50, start=2**63 - 50), "must fit in a BIGINT"),
+        (lambda: PooledSequence("", batch_size=50), "a sequence name must be a non-empty str"),
+        (lambda: PooledSequence(None, batch_size=50), "a sequence name must be a non-empty str"),
+        (lambda: PooledSequence("a" * 65, batch_size=50), "at most 64"),
+        (
+            lambda: PooledSequence("s", batch_size=50, metadata="md"),
+            "metadata must be a MetaData or None",
+        ),
+        (lambda: PooledSequence("s", batch_size=50, schema=""), "schema must be a non-empty str"),
+        (lambda: PooledSequence("s", batch_size=50, table=""), "table must be a non-empty str"),
+        (
+            lambda: PooledSequence("s").next_values(sa.create_engine("sqlite://"), -1),
             "n must be an int from 0",
         ),
-        (lambda: pooled_sequence("s").next_value("engine"), "takes an Engine or Connection"),
+        (lambda: PooledSequence("s").next_value("engine"), "takes an Engine or Connection"),
         (lambda: CreatePooledSequenceOp("s", 0), "allocation_size must be an int"),
     ],
 )
@@ -285,10 +291,10 @@ def test_bad_arguments(call: Callable[[], object], message: str) -> None:
 
 
 def test_the_largest_start_and_size_are_accepted() -> None:
-    assert pooled_sequence("s", 2**31).allocation_size == 2**31
-    assert pooled_sequence("s", 50, start=2**63 - 51).start == 2**63 - 51
+    assert PooledSequence("s", batch_size=2**31).batch_size == 2**31
+    assert PooledSequence("s", batch_size=50, start=2**63 - 51).start == 2**63 - 51
 
 
 def test_repr_is_the_declaration() -> None:
-    assert repr(SEQUENCE) == "pooled_sequence('order_id', 50, start=1000)"
-    assert repr(pooled_sequence("x")) == "pooled_sequence('x', 50)"
+    assert repr(SEQUENCE) == "PooledSequence('order_id', batch_size=50, start=1000)"
+    assert repr(PooledSequence("x")) == "PooledSequence('x', batch_size=50)"

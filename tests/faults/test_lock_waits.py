@@ -37,12 +37,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import (
+    PooledSequence,
     SeqKeysError,
     SequenceAllocationError,
     SequenceLockTimeoutError,
     TableSequence,
     create_table_sequence,
-    pooled_sequence,
     resync_pooled_sequence,
     resync_table_sequence,
     sequences_table,
@@ -419,7 +419,7 @@ def test_a_pooled_block_waits_one_lock_timeout(pg_engine: Engine) -> None:
     (MariaDB commits its ALTER SEQUENCE at once: nothing stays held there.)
     """
     name = "lockwait_pooled"
-    sequence = pooled_sequence(name, 50)
+    sequence = PooledSequence(name, batch_size=50)
     with _server(pg_engine):
         sequence.drop(pg_engine, checkfirst=True)
         sequence.create(pg_engine)

@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from sqlalchemy_seqkeys import pooled_sequence
+from sqlalchemy_seqkeys import PooledSequence
 from tests._forking import libc_fork as _libc_fork
 from tests._forking import no_stragglers  # noqa: F401 - a fixture
 from tests._helpers import in_forked_child
@@ -39,11 +39,11 @@ def server_engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engi
     # NullPool: the child opens connections of its own and keeps the parent's pool
     # object, so nothing but the fork marker can tell it the blocks are not its own
     engine = sa.create_engine(engines.get(request.param).url, poolclass=sa.pool.NullPool)
-    pooled_sequence(NAME, SIZE).drop(engine, checkfirst=True)
+    PooledSequence(NAME, batch_size=SIZE).drop(engine, checkfirst=True)
     try:
         yield engine
     finally:
-        pooled_sequence(NAME, SIZE).drop(engine, checkfirst=True)
+        PooledSequence(NAME, batch_size=SIZE).drop(engine, checkfirst=True)
         engine.dispose()
 
 
@@ -51,7 +51,7 @@ def server_engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engi
 def test_a_libc_forked_child_never_hands_out_the_parents_block(
     server_engine: Engine, fork_marker: str
 ) -> None:
-    sequence = pooled_sequence(NAME, SIZE)
+    sequence = PooledSequence(NAME, batch_size=SIZE)
     sequence.create(server_engine)
     before = sequence.next_values(server_engine, 10)  # the parent holds 11 .. 50
     text = in_forked_child(

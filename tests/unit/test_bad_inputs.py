@@ -14,19 +14,19 @@ import pytest
 import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import (
+    BitReversedSequence,
     InvalidBitReversalError,
     InvalidGuidError,
     InvalidSequenceError,
     InvalidShardError,
     InvalidSnowflakeError,
+    PooledSequence,
     SeqKeysError,
     ShardId,
     Snowflake,
     TableSequence,
     WorkerLease,
-    bit_reversed_sequence,
     new_comb_guid,
-    pooled_sequence,
 )
 from tests._helpers import without_package
 
@@ -93,18 +93,18 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[SeqKeysError]]] = [
         InvalidGuidError,
     ),
     (
-        "pooled_sequence allocation_size 0",
-        lambda: pooled_sequence("s", 0),
+        "PooledSequence allocation_size 0",
+        lambda: PooledSequence("s", batch_size=0),
         InvalidSequenceError,
     ),
     (
-        "pooled_sequence allocation_size as a bool",
-        lambda: pooled_sequence("s", True),
+        "PooledSequence allocation_size as a bool",
+        lambda: PooledSequence("s", batch_size=True),
         InvalidSequenceError,
     ),
     (
-        "bit_reversed_sequence batch_size 0",
-        lambda: bit_reversed_sequence("s", batch_size=0),
+        "BitReversedSequence batch_size 0",
+        lambda: BitReversedSequence("s", batch_size=0),
         InvalidBitReversalError,
     ),
     (

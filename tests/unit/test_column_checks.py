@@ -21,6 +21,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from sqlalchemy_seqkeys import (
     BitReversed,
+    BitReversedSequence,
     CombGuid,
     CombLayout,
     InvalidBitReversalError,
@@ -28,15 +29,14 @@ from sqlalchemy_seqkeys import (
     InvalidSequenceError,
     InvalidShardError,
     InvalidSnowflakeError,
+    PooledSequence,
     SeqKeysError,
     ShardId,
     Snowflake,
     TableSequence,
-    bit_reversed_sequence,
     new_comb,
     new_comb_guid,
     new_uuid7,
-    pooled_sequence,
     spanner_shard_column,
 )
 from sqlalchemy_seqkeys.comb import comb_minter
@@ -54,7 +54,7 @@ INTEGER_DEFAULTS: list[tuple[str, Callable[[], Any], type[SeqKeysError]]] = [
         lambda: BitReversed(TableSequence("s", mode="in_transaction")),
         InvalidBitReversalError,
     ),
-    ("bit_reversed_sequence", lambda: bit_reversed_sequence("b"), InvalidBitReversalError),
+    ("BitReversedSequence", lambda: BitReversedSequence("b"), InvalidBitReversalError),
 ]
 INTEGER_IDS = [what for what, _, _ in INTEGER_DEFAULTS]
 
@@ -276,8 +276,8 @@ def test_columns_without_seqkeys_defaults_are_untouched() -> None:
 
 
 SEQUENCE_LIKE: dict[str, Callable[[], Any]] = {
-    "pooled_sequence": lambda: pooled_sequence("order_no", 50),
-    "bit_reversed_sequence": lambda: bit_reversed_sequence("order_no"),
+    "PooledSequence": lambda: PooledSequence("order_no", batch_size=50),
+    "BitReversedSequence": lambda: BitReversedSequence("order_no"),
     "TableSequence": lambda: TableSequence("order_no", mode="batch"),
 }
 
@@ -299,12 +299,12 @@ def test_a_sequence_like_default_given_positionally_is_the_default(
 
 def test_a_positional_sequence_beside_another_default_is_refused() -> None:
     with pytest.raises(SeqKeysError, match="has a default already"):
-        sa.Column("id", sa.BigInteger, pooled_sequence("order_no"), default=5)
+        sa.Column("id", sa.BigInteger, PooledSequence("order_no"), default=5)
 
 
 def test_a_positional_sequence_mints_on_sqlite() -> None:
     md = sa.MetaData()
-    order_no = pooled_sequence("order_no", 10, metadata=md)
+    order_no = PooledSequence("order_no", batch_size=10, metadata=md)
     orders = sa.Table(
         "orders", md, sa.Column("id", sa.BigInteger, order_no, primary_key=True),
         sa.Column("note", sa.String(10)),

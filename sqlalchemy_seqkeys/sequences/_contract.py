@@ -1,0 +1,271 @@
+"""The one contract of the three sequence classes, written once.
+
+:class:`~sqlalchemy_seqkeys.TableSequence`,
+:class:`~sqlalchemy_seqkeys.PooledSequence` and
+:class:`~sqlalchemy_seqkeys.BitReversedSequence` take ``start`` and
+``batch_size``, and have the same methods with the same results
+(:class:`KeySequence`); :class:`SequenceContract` holds the part they share,
+as SQLAlchemy's ``IdentityOptions`` does for ``Sequence`` and ``Identity``.
+See docs/reference/sequences.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine.mock import MockConnection
+
+from sqlalchemy_seqkeys._dialect import create_native_sequence
+from sqlalchemy_seqkeys._validate import check_instance
+from sqlalchemy_seqkeys.errors import SeqKeysError, SequenceExistsError, SequenceNotFoundError
+
+from . import _aio
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine.default import DefaultExecutionContext
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+__all__ = [
+    "NOT_GIVEN",
+    "KeySequence",
+    "SequenceContract",
+    "Unset",
+    "create_native",
+    "drop_native",
+    "native_exists",
+    "resolve_alias",
+]
+
+
+@runtime_checkable
+class KeySequence(Protocol):
+    """What every sequence class of the library offers, with these results."""
+
+    name: str
+    start: int
+    batch_size: int
+
+    def __call__(self, context: DefaultExecutionContext) -> int: ...
+    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = ...) -> bool: ...
+    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = ...) -> bool: ...
+    def next_value(self, bind: sa.Engine | sa.Connection) -> int: ...
+    def next_values(self, bind: sa.Engine | sa.Connection, n: int) -> list[int]: ...
+    async def create_async(
+        self, bind: AsyncEngine | AsyncConnection, *, checkfirst: bool = ...
+    ) -> bool: ...
+    async def drop_async(
+        self, bind: AsyncEngine | AsyncConnection, *, checkfirst: bool = ...
+    ) -> bool: ...
+    async def next_value_async(self, bind: AsyncEngine | AsyncConnection) -> int: ...
+    async def next_values_async(self, bind: AsyncEngine | AsyncConnection, n: int) -> list[int]: ...
+    def attach(self, metadata: sa.MetaData) -> None: ...
+
+
+class Unset(int):
+    """An int default that knows it was not passed: an alias may then stand in for it.
+
+    ``PooledSequence(name, allocation_size=20)`` must not meet a ``batch_size``
+    the caller never wrote; an ``Unset(50)`` reads as 50 everywhere else,
+    also in ``inspect.signature``.
+    """
+
+    __slots__ = ()
+
+
+class _NotGiven:
+    """The default of an alias argument: tells "not passed" from a None passed (refused)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+#: an alias argument's default (``allocation_size=``, ``start_with_counter=``)
+NOT_GIVEN: Any = _NotGiven()
+
+
+def resolve_alias(
+    value: int,
+    name: str,
+    alias_value: object,
+    alias: str,
+    error: type[SeqKeysError],
+) -> object:
+    """``value`` (argument ``name``), or ``alias_value`` if only the alias was passed.
+
+    Both passed raises ``error``: the two would have to agree, and a
+    disagreement cannot be settled here.
+    """
+    if alias_value is NOT_GIVEN:
+        return int(value) if isinstance(value, Unset) else value
+    if not isinstance(value, Unset):
+        raise error(
+            f"pass {name}= or its alias {alias}=, not both ({name}={value!r}, "
+            f"{alias}={alias_value!r}); {name} is the name every sequence class takes"
+        )
+    return alias_value
+
+
+def native_exists(conn: sa.Connection, sequence: sa.Sequence) -> bool:
+    """Whether native ``sequence`` exists (its schema as ``conn``'s schema_translate_map says)."""
+    schema = conn.schema_for_object(sequence)
+    return bool(conn.dialect.has_sequence(conn, sequence.name, schema=schema))
+
+
+def create_native(
+    conn: sa.Connection, sequence: sa.Sequence, *, checkfirst: bool, error: type[SeqKeysError]
+) -> bool:
+    """``CREATE SEQUENCE``: True; where it exists, False with ``checkfirst``, else raise.
+
+    Asked first, not caught after: a failed statement ends PostgreSQL's transaction.
+    """
+    if native_exists(conn, sequence):
+        if checkfirst:
+            return False
+        raise SequenceExistsError(
+            f"sequence {sequence.name!r} already exists; it was left as it is. Pass "
+            "checkfirst=True to make this a no-op"
+        )
+    create_native_sequence(conn, sequence, checkfirst=False, error=error)
+    return True
+
+
+def drop_native(conn: sa.Connection, sequence: sa.Sequence, *, checkfirst: bool) -> bool:
+    """``DROP SEQUENCE``: True; where there is none, False with ``checkfirst``, else raise."""
+    if not native_exists(conn, sequence):
+        if checkfirst:
+            return False
+        raise SequenceNotFoundError(
+            f"there is no sequence {sequence.name!r} to drop. Pass checkfirst=True to make "
+            "this a no-op"
+        )
+    sequence.drop(conn, checkfirst=False)
+    return True
+
+
+class SequenceContract:
+    """The part of the sequence contract that is the same for every class.
+
+    A subclass has ``name``, ``create``, ``drop``, ``next_value`` and
+    ``next_values``; this adds their awaitable twins (the sync code in
+    SQLAlchemy's greenlet, ``sequences._aio``) and :meth:`attach`.
+    """
+
+    #: the key of ``MetaData.info`` where attach() lists the sequence (for Alembic); None: not
+    _info_key: ClassVar[str | None] = None
+    #: the error class of the subclass's bad arguments
+    _error: ClassVar[type[SeqKeysError]] = SeqKeysError
+
+    name: str
+
+    if TYPE_CHECKING:
+
+        def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool: ...
+        def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool: ...
+        def next_value(self, bind: sa.Engine | sa.Connection) -> int: ...
+        def next_values(self, bind: sa.Engine | sa.Connection, n: int) -> list[int]: ...
+
+    async def create_async(
+        self, bind: AsyncEngine | AsyncConnection, *, checkfirst: bool = False
+    ) -> bool:
+        """Awaitable :meth:`create`: an AsyncEngine commits, an AsyncConnection joins.
+
+        :param bind: an ``AsyncEngine``, or an ``AsyncConnection`` whose transaction it joins.
+        :param checkfirst: leave an existing sequence as it is and return False.
+
+        Example::
+
+            await order_id.create_async(async_engine, checkfirst=True)
+        """
+        return await _aio.on_connection(bind, "create", self.create, checkfirst=checkfirst)
+
+    async def drop_async(
+        self, bind: AsyncEngine | AsyncConnection, *, checkfirst: bool = False
+    ) -> bool:
+        """Awaitable :meth:`drop`: an AsyncEngine commits, an AsyncConnection joins.
+
+        :param bind: an ``AsyncEngine``, or an ``AsyncConnection`` whose transaction it joins.
+        :param checkfirst: make a missing sequence a no-op that returns False.
+
+        Example::
+
+            await order_id.drop_async(async_engine, checkfirst=True)
+        """
+        return await _aio.on_connection(bind, "drop", self.drop, checkfirst=checkfirst)
+
+    async def next_value_async(self, bind: AsyncEngine | AsyncConnection) -> int:
+        """Awaitable :meth:`next_value`: an AsyncEngine as an Engine, an AsyncConnection joins.
+
+        :param bind: an ``AsyncEngine``, or an ``AsyncConnection`` whose transaction it joins.
+
+        Example::
+
+            await order_id.next_value_async(async_engine)
+        """
+        return await _aio.on_engine(bind, "next_value", self.next_value)
+
+    async def next_values_async(self, bind: AsyncEngine | AsyncConnection, n: int) -> list[int]:
+        """Awaitable :meth:`next_values`: ``n`` distinct keys.
+
+        :param bind: an ``AsyncEngine``, or an ``AsyncConnection`` whose transaction it joins.
+        :param n: how many keys, 0 or more.
+
+        Example::
+
+            await order_id.next_values_async(async_engine, 3)
+        """
+        return await _aio.on_engine(bind, "next_values", self.next_values, n)
+
+    def attach(self, metadata: sa.MetaData) -> None:
+        """Create and drop the sequence with ``metadata.create_all`` / ``drop_all``.
+
+        The constructor's ``metadata=`` calls it. ``create_all`` creates it
+        after the tables (so a sequences table declared in the same metadata
+        exists by then), ``drop_all`` drops it before them; both honour their
+        ``checkfirst``.
+
+        :param metadata: the ``MetaData`` whose ``create_all`` and ``drop_all`` include it.
+
+        Example::
+
+            order_id.attach(Base.metadata)   # or metadata=Base.metadata
+        """
+        check_instance(metadata, sa.MetaData, "metadata", self._error)
+
+        def after_create(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
+            if isinstance(connection, MockConnection):  # create_mock_engine: the DDL only
+                for statement in self._create_statements(connection.dialect, target):
+                    connection.execute(statement)
+                return
+            self._create_attached(connection, checkfirst=bool(kw.get("checkfirst", True)))
+
+        def before_drop(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
+            if isinstance(connection, MockConnection):
+                for statement in self._drop_statements(connection.dialect):
+                    connection.execute(statement)
+                return
+            self._drop_attached(connection, checkfirst=bool(kw.get("checkfirst", True)))
+
+        if self._info_key is not None:
+            metadata.info.setdefault(self._info_key, {})[self.name] = self  # for Alembic
+        event.listen(metadata, "after_create", after_create)
+        event.listen(metadata, "before_drop", before_drop)
+
+    # -- what attach runs; a subclass may do more (e.g. create the sequences table) --
+
+    def _create_attached(self, conn: sa.Connection, *, checkfirst: bool) -> None:
+        self.create(conn, checkfirst=checkfirst)
+
+    def _drop_attached(self, conn: sa.Connection, *, checkfirst: bool) -> None:
+        self.drop(conn, checkfirst=checkfirst)
+
+    def _create_statements(self, dialect: sa.Dialect, metadata: sa.MetaData) -> list[Any]:
+        """What :meth:`create` runs on ``dialect``, as statements (for a mock engine)."""
+        return []
+
+    def _drop_statements(self, dialect: sa.Dialect) -> list[Any]:
+        """What :meth:`drop` runs on ``dialect``, as statements (for a mock engine)."""
+        return []
