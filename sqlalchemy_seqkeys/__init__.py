@@ -70,6 +70,7 @@ _EXPORTS: dict[str, str] = {
     "spanner_shard_column": "shard",
     "spanner_string": "shard",
     "DecodedSnowflake": "layout",
+    "ClockBackwardsMode": "snowflake",
     "Snowflake": "snowflake",
     "SnowflakeLayout": "layout",
     "rotate_digits": "snowflake",
@@ -119,7 +120,7 @@ if TYPE_CHECKING:  # what mypy and IDEs see: the real names
     )
     from .server_keys import ServerUuid, server_uuid
     from .shard import ShardId, farm_fingerprint, shard_of, spanner_shard_column, spanner_string
-    from .snowflake import Snowflake, rotate_digits, unrotate_digits
+    from .snowflake import ClockBackwardsMode, Snowflake, rotate_digits, unrotate_digits
     from .timerange import comb_bounds, snowflake_bounds, uuid7_bounds
     from .typeid import TypeID, TypeIDDefault, new_typeid, typeid_default
     from .typeid_sql import TypeIDType
@@ -132,6 +133,7 @@ __all__ = [
     "AsyncWorkerLease",
     "BitReversed",
     "BitReversedSequence",
+    "ClockBackwardsMode",
     "CombGuid",
     "CombGuidDefault",
     "CombLayout",

@@ -204,7 +204,9 @@ _STOPPED: _TickState = (0, 0, itertools.count(), -1, -1)
 _LOCK_FREE = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
-class ClockBackwardsMode(ChoiceEnum, error=InvalidSnowflakeError, noun="clock-backwards mode"):
+class ClockBackwardsMode(
+    ChoiceEnum, error=InvalidSnowflakeError, noun="value for on_clock_backwards"
+):
     """What a :class:`Snowflake` does when the clock steps back (``on_clock_backwards=``).
 
     A plain string (``"wait"``, ``"raise"``) is accepted too.

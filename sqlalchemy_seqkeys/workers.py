@@ -633,16 +633,19 @@ class WorkerLease(_HeldWorkerId):
                 lease.close()
         """
         with self._start_lock:
-            self._begin_start()
-            self._claim()
-            self._job = periodic(self.ttl / 3, self._renew_scheduled, name=self._job_name())
-            self._job.start()
-            try:
-                self._wait_past_floor()
-            except BaseException:
-                self.close()
-                raise
+            self._start_locked()
         return self
+
+    def _start_locked(self) -> None:
+        self._begin_start()
+        self._claim()
+        self._job = periodic(self.ttl / 3, self._renew_scheduled, name=self._job_name())
+        self._job.start()
+        try:
+            self._wait_past_floor()
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self) -> WorkerLease:
         return self if self._started else self.start()
@@ -652,7 +655,7 @@ class WorkerLease(_HeldWorkerId):
 
     def _begin_start(self) -> None:
         if self._started or self._closed.is_set():
-            what = "started already" if self._started else "closed"
+            what = "closed" if self._closed.is_set() else "started already"
             raise InvalidLeaseError(
                 f"this {self._kind} was {what}; a lease is claimed once (create another "
                 "one for another worker id)"
@@ -693,7 +696,9 @@ class WorkerLease(_HeldWorkerId):
 
     def _started_or_implicit(self) -> None:
         # The 0.x behaviour: a lease claimed when it was created (never an async one).
-        if self._started or self._kind != "WorkerLease" or not self._in_owner_process():
+        if self._started or self._closed.is_set() or self._kind != "WorkerLease":
+            return
+        if not self._in_owner_process():
             return
         warnings.warn(
             "a WorkerLease no longer claims a worker id when it is created; claiming on "
@@ -704,7 +709,7 @@ class WorkerLease(_HeldWorkerId):
         )
         with self._start_lock:
             if not self._started:
-                self.start()
+                self._start_locked()
 
     def close(self) -> None:
         """Stop renewing and release the id, keeping the row's high-water mark.

@@ -18,10 +18,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import (
+    InvalidLeaseError,
     InvalidSnowflakeError,
     NoWorkerIdError,
     SeqKeysError,
     Snowflake,
+    WorkerIdNotBoundError,
+    WorkerIdsExhaustedError,
     WorkerLease,
     WorkerLeaseDatabaseError,
     WorkerLeaseLostError,
@@ -49,7 +52,7 @@ def lease_engine(engine: Engine) -> Iterator[Engine]:
 def test_leases_are_exclusive_and_released(lease_engine: Engine) -> None:
     leases = [WorkerLease(lease_engine, ttl=10, max_worker_id=2).start() for _ in range(3)]
     assert sorted(lease.worker_id for lease in leases) == [0, 1, 2]
-    with pytest.raises(NoWorkerIdError, match="all 3 worker ids"):
+    with pytest.raises(WorkerIdsExhaustedError, match="all 3 worker ids"):
         WorkerLease(lease_engine, ttl=10, max_worker_id=2).start()
     leases[1].close()
     again = WorkerLease(lease_engine, ttl=10, max_worker_id=2).start()
@@ -549,3 +552,63 @@ def test_a_forked_childs_lost_lease_is_claimed_anew(
     assert not set(child_ids) & set(parent)
     lease.close()
     engine.dispose()
+
+
+# -- the lifecycle: constructing does no I/O, with/start() claims ---------------------
+
+
+def test_constructing_a_lease_does_no_io_and_start_claims() -> None:
+    # A server that is not there: nothing is asked of it until start().
+    engine = sa.create_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")
+    lease = WorkerLease(engine, ttl=10)
+    assert not lease.valid
+    assert repr(lease).startswith("WorkerLease(unclaimed")
+    with pytest.raises(WorkerLeaseDatabaseError, match="could not claim a worker id"):
+        lease.start()
+    with pytest.raises(InvalidLeaseError, match="was closed"):
+        lease.start()  # a failed start leaves it closed: a lease is claimed once
+    lease.close()  # harmless
+    engine.dispose()
+
+
+def test_a_lease_is_started_once(lease_engine: Engine) -> None:
+    with WorkerLease(lease_engine, ttl=10, max_worker_id=3) as lease:
+        assert lease.valid
+        with pytest.raises(InvalidLeaseError, match="started already") as raised:
+            lease.start()
+        assert isinstance(raised.value, InvalidSnowflakeError)  # old except clauses still work
+    with pytest.raises(InvalidLeaseError, match="was closed"):
+        lease.start()
+
+
+def test_an_unstarted_lease_raises_the_not_bound_error_for_a_generator_only_after_warning(
+    lease_engine: Engine,
+) -> None:
+    # The 0.x behaviour, deprecated: the lease claims when first used.
+    lease = WorkerLease(lease_engine, ttl=10, max_worker_id=3)
+    with pytest.deprecated_call(match=r"WorkerLease\(engine\)\.start\(\)"):
+        ids = Snowflake(worker_id=lease)
+    assert lease.valid
+    assert ids.decode(ids()).worker_id == lease.worker_id
+    lease.close()
+    with pytest.raises(WorkerLeaseLostError, match="it was closed"):
+        ids()
+
+
+def test_a_closed_unstarted_lease_has_no_worker_id(lease_engine: Engine) -> None:
+    lease = WorkerLease(lease_engine, ttl=10)
+    lease.close()  # never started: nothing to release
+    with pytest.raises(WorkerIdNotBoundError, match="has not claimed a worker id yet"):
+        lease.worker_id  # noqa: B018
+    with pytest.raises(NoWorkerIdError):  # the common base
+        Snowflake(worker_id=lease)
+
+
+def test_lease_arguments_raise_the_lease_error() -> None:
+    engine = sa.create_engine("sqlite://")
+    for bad in ({"ttl": 0}, {"max_worker_id": -1}, {"table": ""}, {"max_wait": "5"}):
+        with pytest.raises(InvalidLeaseError) as raised:
+            WorkerLease(engine, **bad)  # type: ignore[arg-type]
+        assert isinstance(raised.value, InvalidSnowflakeError)
+    with pytest.raises(InvalidLeaseError, match=r"use sqlalchemy\.create_engine"):
+        WorkerLease("sqlite://")  # type: ignore[arg-type]

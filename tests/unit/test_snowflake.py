@@ -15,12 +15,14 @@ import pytest
 
 from benchmarks.snowflake import ReferenceSnowflake
 from sqlalchemy_seqkeys import (
+    ClockBackwardsMode,
     ClockMovedBackwardsError,
     ForkedWorkerError,
     InvalidSnowflakeError,
     NoWorkerIdError,
     Snowflake,
     SnowflakeLayout,
+    WorkerIdNotBoundError,
     rotate_digits,
     unrotate_digits,
 )
@@ -207,8 +209,16 @@ def test_layout_validation() -> None:
     assert short.exhausted_at.year == 2011
     with pytest.raises(InvalidSnowflakeError, match="worker_id must be an int from 0 to 1023"):
         Snowflake(worker_id=1024)
-    with pytest.raises(InvalidSnowflakeError, match="on_clock_backwards"):
+    with pytest.raises(InvalidSnowflakeError, match="on_clock_backwards; use one of 'wait'"):
         Snowflake(worker_id=1, on_clock_backwards="ignore")
+
+
+def test_on_clock_backwards_takes_the_enum_or_its_string() -> None:
+    for mode in (ClockBackwardsMode.RAISE, "raise"):
+        ids = Snowflake(worker_id=1, on_clock_backwards=mode)
+        assert ids.on_clock_backwards is ClockBackwardsMode.RAISE
+        assert ids.on_clock_backwards == "raise"  # a str enum: old comparisons hold
+    assert Snowflake(worker_id=1).on_clock_backwards is ClockBackwardsMode.WAIT
 
 
 def test_custom_transform_cannot_be_decoded() -> None:
@@ -305,11 +315,11 @@ def test_an_unbound_generator_says_how_to_bind_it() -> None:
     assert repr(ids) == "Snowflake(unbound)"
     assert ids.worker_id is None
     for mint in (ids, ids.next_id):
-        with pytest.raises(NoWorkerIdError, match=r"ids\.bind\(lease\).*AsyncWorkerLease"):
+        with pytest.raises(WorkerIdNotBoundError, match=r"ids\.bind\(lease\).*AsyncWorkerLease"):
             mint()
     with pytest.raises(InvalidSnowflakeError, match="worker_id must be an int"):
         ids.bind("7")  # type: ignore[arg-type]
-    with pytest.raises(NoWorkerIdError):
+    with pytest.raises(NoWorkerIdError):  # the common base of the two meanings
         ids()  # a refused bind changed nothing
     ids.bind(7)
     assert ids.decode(ids()).worker_id == 7
