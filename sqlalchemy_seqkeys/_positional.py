@@ -19,16 +19,17 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ._compat import ColumnArgument, set_column_default
 from .errors import SeqKeysError
 
 __all__ = ["PositionalDefault"]
 
 
-class PositionalDefault:
+class PositionalDefault(ColumnArgument):
     """Mixin: the object may be given to ``Column(...)`` positionally, meaning ``default=``."""
 
-    def _set_parent_with_dispatch(self, parent: object, **kw: Any) -> None:
-        # The hook SQLAlchemy calls on each positional schema item of a Column.
+    def attach_to_column(self, parent: object, **kw: Any) -> None:
+        """Become the column's ``default=`` (SQLAlchemy found it among the column's arguments)."""
         if not isinstance(parent, sa.Column):
             raise SeqKeysError(
                 f"{self!r} is a column default: give it to a Column (positionally or as "
@@ -39,4 +40,4 @@ class PositionalDefault:
                 f"column {parent.name!r} has a default already ({parent.default!r}); "
                 f"give {self!r} as its only default"
             )
-        sa.ColumnDefault(self)._set_parent_with_dispatch(parent, **kw)
+        set_column_default(parent, self, **kw)

@@ -38,10 +38,7 @@ PRIVATE = [
 
 
 #: TRANSITIONAL: uses whose owners switch to _compat (see issue 22's item 7 notes)
-KNOWN = {
-    ("_background.py", "await_only"),
-    ("_positional.py", "_set_parent_with_dispatch"),  # committed apart (its docstring waits)
-}
+KNOWN = {("_background.py", "await_only")}
 
 
 def test_private_names_are_used_in_compat_only() -> None:
