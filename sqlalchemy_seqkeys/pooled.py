@@ -249,7 +249,7 @@ def read_sequence_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[i
     None where there is no such sequence, or the engine's catalog is not known
     here (``facts(dialect).sequence_catalog`` is None). Reads only.
     """
-    read = _CATALOGS.get(facts(conn.dialect).sequence_catalog)
+    read = facts(conn.dialect).read_sequence_catalog
     return None if read is None else read(conn, sequence)
 
 
@@ -552,7 +552,7 @@ class PooledSequence(SequenceContract, PositionalDefault):
 
     def _check_catalog(self, conn: sa.Connection) -> None:
         """Refuse a sequence whose increment is not batch_size, or that cycles."""
-        read = _CATALOGS.get(facts(conn.dialect).sequence_catalog)
+        read = facts(conn.dialect).read_sequence_catalog
         if read is None:  # an engine whose catalog this library does not know
             return
         found = read(conn, self.sequence)
@@ -791,7 +791,7 @@ def resync_pooled_statements(
     check_name(name)
     top = _highest(table, column, schema)
     check_source_names(dialect, table, column, schema)
-    build = _RESYNC_STATEMENTS.get(facts(dialect).sequence_resync)
+    build = facts(dialect).resync_statements
     if build is None or not incrementing_sequences(dialect):
         raise InvalidSequenceError(
             f"resyncing a native pooled sequence is done on PostgreSQL and MariaDB, not "
@@ -887,7 +887,7 @@ def _resync(
         )
         return None if after == before else after
     sequence = sa.Sequence(name, schema=sequence_schema)
-    read = _CATALOGS.get(facts(conn.dialect).sequence_catalog)
+    read = facts(conn.dialect).read_sequence_catalog
     if read is not None and read(conn, sequence) is None:
         raise SequenceNotFoundError(
             f"there is no sequence {name!r} to resync; create it first, with "
