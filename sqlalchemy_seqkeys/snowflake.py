@@ -1,8 +1,11 @@
-"""Snowflake ids: 63-bit integers minted without a database round trip.
+"""Snowflake ids: 63-bit integers minted in memory, no database round trip.
 
-A snowflake id packs, from the top: a zero sign bit, the time since an epoch
-in ticks (milliseconds by default), a worker id that no other live process
-shares, and a per-tick sequence::
+:class:`Snowflake` packs a tick count, a worker id no other live process
+shares and a per-tick sequence into an id, after a :class:`SnowflakeLayout`;
+a :class:`~sqlalchemy_seqkeys.WorkerLease` leases the worker id (through the
+``_lease.Lease`` protocol: this module does not import ``workers``). The
+guarantees (clock steps, forks, worker ids that pass between processes) and
+what is not covered are in docs/strategies/snowflake.md::
 
     >>> from sqlalchemy_seqkeys import Snowflake
     >>> ids = Snowflake(worker_id=7)
@@ -11,74 +14,6 @@ shares, and a per-tick sequence::
     True
     >>> ids.decode(a).worker_id
     7
-
-The default :class:`SnowflakeLayout` is the classic one: 41 bits of
-milliseconds since 2010-11-04T01:42:54.657Z (Twitter's epoch, which the
-reference code uses), 10 bits of worker (usable as 5 bits of datacenter and 5
-of machine) and 12 bits of sequence, so one worker mints at most 4,096,000 ids
-per second, until 2080-07-10.
-
-Guarantees
-----------
-Two ids are equal only if they carry the same tick, worker id and sequence.
-One generator never repeats a (tick, sequence) pair, from any number of
-threads; the rest depends on the worker id being used by one process at a
-time, and on that process's clock. The generator refuses every way it knows
-that could break:
-
-- **The clock steps back** (NTP, a VM migration): a step of at most
-  ``max_backwards_ms`` is waited out; a larger one raises
-  :class:`~sqlalchemy_seqkeys.ClockMovedBackwardsError` with its size, as the
-  reference code does, instead of minting ids a second time.
-- **A process forks**, by ``os.fork()``, ``multiprocessing`` or a bare libc
-  ``fork()`` that runs no Python hook (uWSGI without lazy-apps, C
-  extensions): the child would mint its parent's ids. Every call checks,
-  before it touches the generator's state, a word the kernel zeroes in every
-  child (a ``MADV_WIPEONFORK`` page on Linux; elsewhere ``os.getpid()``), so
-  not even one id of the child can repeat one of the parent's. With a fixed
-  worker id the child then raises :class:`~sqlalchemy_seqkeys.ForkedWorkerError`
-  unless ``after_fork`` gives it a worker id of its own; with a
-  :class:`~sqlalchemy_seqkeys.WorkerLease` the child leases its own id, once
-  per process however many threads or generators ask at once, and leases
-  another after that one is lost (the call that finds it lost raises).
-- **A worker id passes to another process** (a lease handed over after a
-  clean close, a crash, or a pause longer than the lease's ttl): each lease
-  records in the database the highest timestamp its holder may mint (a
-  high-water mark, extended as the lease is renewed, lowered at a clean close
-  to what was actually minted). The holder never mints past it, and the next
-  holder of the worker id mints nothing until its own clock has passed it, so
-  clocks that disagree cannot make two holders mint the same tick. A holder
-  whose lease may have lapsed (a pause, a host suspend: measured on a clock
-  that counts both) raises :class:`~sqlalchemy_seqkeys.WorkerLeaseLostError`
-  instead of minting; it checks after reading the clock, so a pause between
-  the two changes nothing. See :mod:`sqlalchemy_seqkeys.workers`.
-- **A layout that silently runs out**: a layout with less than ten years of
-  timestamp left is refused unless ``allow_short_life=True``.
-
-Not covered: two processes given the same fixed worker id by hand, a
-generator that is not bound to its lease (``Snowflake(worker_id=lease.worker_id)``
-instead of ``Snowflake(worker_id=lease)``), a lease table emptied while its
-ids are in use, and a clock that jumps *forward* (ids then carry a later
-timestamp; they stay unique).
-
-Every :class:`Snowflake` bound to one lease shares one sequence, so they mint
-distinct ids; they must agree on the layout, the clock and the
-clock-backwards policy.
-
-A generator can be declared before its worker id exists, with the models
-(``ids = Snowflake()``), and bound when the application starts with
-:meth:`Snowflake.bind` (a FastAPI lifespan with an
-:class:`~sqlalchemy_seqkeys.workers.AsyncWorkerLease`, a Flask app factory or
-a Celery ``worker_process_init`` handler with a
-:class:`~sqlalchemy_seqkeys.WorkerLease`). Until then it raises
-:class:`~sqlalchemy_seqkeys.NoWorkerIdError`; binding again, to a new lease
-after the old one was lost, is safe while other threads and tasks mint.
-
-On a range-partitioned engine (TiDB, Spanner) consecutive snowflake ids share
-their leading digits and land on one region. :func:`rotate_digits` moves the
-last decimal digit(s) to just after the first, which spreads consecutive ids
-over 10 (100, 1000) regions; ``Snowflake(..., transform=rotate_digits)``
-applies it to every id and :meth:`Snowflake.decode` undoes it.
 """
 
 from __future__ import annotations
@@ -155,6 +90,9 @@ def rotate_digits(value: int, digits: int = 1) -> int:
     Consecutive snowflake ids then differ in their second digit(s), which
     spreads them over ``10 ** digits`` key ranges of a range-partitioned engine.
 
+    :param value: a non-negative int with more than ``digits`` digits.
+    :param digits: how many of the last digits move.
+
     Example (values from the TiDB snowflake-id article)::
 
         >>> rotate_digits(561632371724517376)
@@ -168,6 +106,9 @@ def rotate_digits(value: int, digits: int = 1) -> int:
 
 def unrotate_digits(value: int, digits: int = 1) -> int:
     """Undo :func:`rotate_digits`.
+
+    :param value: an id that :func:`rotate_digits` gave.
+    :param digits: as given to :func:`rotate_digits`.
 
     Example::
 

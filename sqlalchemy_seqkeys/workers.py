@@ -1130,15 +1130,24 @@ class AsyncWorkerLease:
         self.sync_lease.assert_held()
 
     def extend_mark(self, until_ms: int) -> None:
-        """Move the mark past ``until_ms`` now."""
+        """Move the mark past ``until_ms`` now.
+
+        :param until_ms: the Unix millisecond the mark must reach.
+        """
         self.sync_lease.extend_mark(until_ms)
 
     def bind_minter(self, make: Callable[[_M | None], _M]) -> _M:
-        """Under the lease's lock, the minter every generator bound to it shares."""
+        """Under the lease's lock, the minter every generator bound to it shares.
+
+        :param make: called with the current minter (or None); returns the one to share.
+        """
         return self.sync_lease.bind_minter(make)
 
     def in_this_process(self, clock: Callable[[], int]) -> Lease:
-        """This lease in the process that claimed it; raises ForkedWorkerError in a fork."""
+        """This lease in the process that claimed it; raises ForkedWorkerError in a fork.
+
+        :param clock: the bound generators' clock.
+        """
         self.sync_lease.in_this_process(clock)
         return self
 

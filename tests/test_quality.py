@@ -89,11 +89,13 @@ PARAMS_DOCUMENTED = {
     "sqlalchemy_seqkeys.pydantic",
     "sqlalchemy_seqkeys.sequences",
     "sqlalchemy_seqkeys.server_keys",
+    "sqlalchemy_seqkeys.snowflake",
     "sqlalchemy_seqkeys.timerange",
     "sqlalchemy_seqkeys.typeid",
     "sqlalchemy_seqkeys.typeid_sql",
     "sqlalchemy_seqkeys.uuid7",
     "sqlalchemy_seqkeys.uuid7_sql",
+    "sqlalchemy_seqkeys.workers",
 }
 
 #: never documented: the instance and the class; and on a classmethod, Alembic's
