@@ -163,11 +163,6 @@ class DialectFacts:
     #: fetches a block of a native sequence's values in one statement
     #: (bit-reversed sequences); None: one statement per value
     sequence_block: BlockStatement | None = None
-    #: TRANSITIONAL, delete once pooled.py calls read_sequence_catalog and
-    #: resync_statements above: its keys into pooled._CATALOGS and
-    #: pooled._RESYNC_STATEMENTS
-    sequence_catalog: str | None = None
-    sequence_resync: str | None = None
     #: CREATE SEQUENCE makes bit-reversed sequences only (no INCREMENT BY)
     bit_reversed_sequences_only: bool = False
     #: a shard column is a generated column the database fills (else the

@@ -30,6 +30,5 @@ FACTS = DialectFacts(
     ),
     guid_order=CombLayout.AT_END,  # uniqueidentifier compares bytes 10-15 first
     read_sequence_catalog=read_catalog,
-    sequence_catalog="sys_sequences",  # TRANSITIONAL (pooled.py)
     identifier_chars=128,
 )

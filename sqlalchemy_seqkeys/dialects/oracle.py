@@ -37,6 +37,5 @@ FACTS = DialectFacts(
     ),
     guid_order=CombLayout.AS_STRING,
     read_sequence_catalog=read_catalog,
-    sequence_catalog="all_sequences",  # TRANSITIONAL (pooled.py)
     identifier_bytes=128,
 )

@@ -27,8 +27,6 @@ from sqlalchemy_seqkeys.dialects import (
 
 #: the fields that hold text as text (names, SQL), not as a key into a table elsewhere
 _TEXT = {"display_name", "now_ms_sql", "identifier_pattern", "identifier_pattern_words"}
-#: TRANSITIONAL: pooled.py's keys, until its call sites read the behaviour
-_TRANSITIONAL = {"sequence_catalog", "sequence_resync"}
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES | {"common"}))
@@ -52,7 +50,7 @@ def test_every_family_module_gives_behaviour_not_keys(name: str) -> None:
         and not isinstance(getattr(found, f.name), enum.Enum)  # CombLayout is a str enum
         and getattr(found, f.name)
     }
-    assert strings <= _TEXT | _TRANSITIONAL, strings - _TEXT - _TRANSITIONAL
+    assert strings <= _TEXT, strings - _TEXT
 
 
 def test_a_dialect_finds_its_family_module() -> None:
