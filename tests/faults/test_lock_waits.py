@@ -48,7 +48,7 @@ from sqlalchemy_seqkeys import (
     sequences_table,
 )
 from sqlalchemy_seqkeys.sequences import resync_table_sequence_async
-from tests._helpers import fresh_table
+from tests._helpers import fresh_table, fresh_tables
 from tests._loopticker import BLOCKED_S, LoopTicker
 from tests.conftest import AsyncDatabase, _async_database
 
@@ -95,13 +95,8 @@ def _rows_table() -> tuple[sa.MetaData, sa.Table]:
 def _server(engine: Engine) -> Iterator[Engine]:
     """``engine`` with a fresh sequences table and an empty data table, dropped after."""
     metadata, _ = _rows_table()
-    with fresh_table(engine, sequences_table):
-        metadata.drop_all(engine)
-        metadata.create_all(engine)
-        try:
-            yield engine
-        finally:
-            metadata.drop_all(engine)
+    with fresh_table(engine, sequences_table), fresh_tables(engine, metadata):
+        yield engine
 
 
 @pytest.fixture(params=["postgresql", "postgresql18", "mysql"])
