@@ -203,10 +203,12 @@ def test_layout_validation() -> None:
         SnowflakeLayout(worker_bits=12)
     with pytest.raises(InvalidSnowflakeError, match="must be a timezone-aware datetime"):
         SnowflakeLayout(epoch=datetime(2020, 1, 1))
-    with pytest.raises(InvalidSnowflakeError, match="runs out at"):
-        SnowflakeLayout(timestamp_bits=35)  # 2**35 ms is about a year
-    short = SnowflakeLayout(timestamp_bits=35, allow_short_life=True)
-    assert short.exhausted_at.year == 2011
+    with pytest.raises(InvalidSnowflakeError, match="ran out at"):
+        SnowflakeLayout(timestamp_bits=35, allow_short_life=True)  # 2**35 ms from 2010: 2011
+    short = SnowflakeLayout(
+        timestamp_bits=35, epoch=datetime(2026, 1, 1, tzinfo=UTC), allow_short_life=True
+    )  # short, not run out: allowed (ShortLifeWarning without the flag: tests/unit/test_layouts.py)
+    assert short.exhausted_at.year == 2027
     with pytest.raises(InvalidSnowflakeError, match="worker_id must be an int from 0 to 1023"):
         Snowflake(worker_id=1024)
     with pytest.raises(InvalidSnowflakeError, match="on_clock_backwards; use one of 'wait'"):
