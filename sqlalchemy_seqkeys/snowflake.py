@@ -354,7 +354,8 @@ class _Sequence:
         self._worker_part = worker_id << layout.worker_shift
         self._step = 1 << layout.sequence_shift
         self._seq_span = ((1 << layout.sequence_bits) - 1) * self._step
-        self._tick_limit = 1 << layout.timestamp_bits
+        # a 64-bit layout in a BIGINT stops below 2**63: the layout says where
+        self._tick_limit = layout.tick_limit
         self._max_back_ticks = int(max_backwards_ms * 1_000_000 // ticks.unit_ns)
         # The previous holder's ids reach tick ``_floor``; ours start above it.
         self._floor = -1 if lease is None else ticks.through_ms(lease.floor_ms)
@@ -580,6 +581,8 @@ class Snowflake:
         if layout is not None and not isinstance(layout, SnowflakeLayout):
             raise InvalidSnowflakeError(f"layout must be a SnowflakeLayout, not {layout!r}")
         self.layout = layout or SnowflakeLayout()
+        # a layout made long ago may have aged: warn or refuse as a new one would
+        self.layout.check_life()
         #: the :class:`ClockBackwardsMode` (it compares equal to its string)
         self.on_clock_backwards = ClockBackwardsMode.coerce(on_clock_backwards)
         self.max_backwards_ms = _check_max_backwards(max_backwards_ms)
@@ -776,15 +779,18 @@ class Snowflake:
             >>> s.decode(s()).worker_id
             9
         """
-        check_int(value, "value", InvalidSnowflakeError, min=0, max=MAX_INT64)
+        largest = self.layout.max_id
+        check_int(value, "value", InvalidSnowflakeError, min=0, max=max(largest, MAX_INT64))
         if self.transform is not None:
             if self._inverse is None:
                 raise InvalidSnowflakeError(
                     "decode() cannot undo a custom transform; pass ids before the transform"
                 )
             value = self._inverse(value)
-        if not isinstance(value, int) or not 0 <= value <= MAX_INT64:
-            raise InvalidSnowflakeError(f"{value!r} is not a snowflake id (0 .. 2**63 - 1)")
+        if not isinstance(value, int) or not 0 <= value <= largest:
+            raise InvalidSnowflakeError(
+                f"{value!r} is not a snowflake id of this layout (0 .. {largest})"
+            )
         ticks, worker, sequence = self.layout.decompose(value)
         return DecodedSnowflake(self.layout.instant_of(ticks), worker, sequence)
 
