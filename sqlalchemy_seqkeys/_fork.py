@@ -119,6 +119,15 @@ _live: weakref.WeakSet[_ForkAware] = weakref.WeakSet()
 _child_guards: dict[int, threading.Lock] = {}
 
 
+def marker() -> _Marker:
+    """The word that reads :func:`process_token` here and 0 in a forked child.
+
+    A hot path keeps it and compares ``marker()[0]`` with its token, one load
+    per call instead of a system call.
+    """
+    return _marker
+
+
 def register(obj: _ForkAware) -> None:
     """Have ``obj._after_fork_in_child()`` run in every child forked from here.
 

@@ -346,7 +346,7 @@ class _Sequence:
         self.max_backwards_ms = max_backwards_ms
         self.lease = lease
         self.token = _fork.process_token()
-        self.stamp = _fork._marker
+        self.stamp = _fork.marker()
         self.lock = threading.Lock()
         self._ticks = ticks = _Ticks(layout)
         # Shifted once: an id is (tick << ts_shift) | worker_part | (seq << seq_shift).
