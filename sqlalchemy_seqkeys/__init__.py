@@ -85,7 +85,7 @@ _EXPORTS: dict[str, str] = {
     "TypeIDType": "typeid_sql",
     "CombGuid": "types",
     "CombGuidDefault": "types",
-    "new_comb_guid": "comb",  # written in types.py (as comb_guid); comb serves it
+    "new_comb_guid": "types",
     "new_uuid7": "uuid7",
     "uuid7_timestamp": "uuid7",
     "ServerUuid7": "uuid7_sql",
@@ -97,7 +97,7 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:  # what mypy and IDEs see: the real names
     from .bitreverse import BitReversed, BitReversedSequence, bit_reversed_sequence, reverse_bits
-    from .comb import CombLayout, comb_timestamp, new_comb, new_comb_guid
+    from .comb import CombLayout, comb_timestamp, new_comb
     from .doctor import DoctorFinding, DoctorReport, doctor, doctor_async
     from .layout import DecodedSnowflake, SnowflakeLayout
     from .opaque import OpaqueBigint, UuidV47
@@ -124,7 +124,7 @@ if TYPE_CHECKING:  # what mypy and IDEs see: the real names
     from .timerange import comb_bounds, snowflake_bounds, uuid7_bounds
     from .typeid import TypeID, TypeIDDefault, new_typeid, typeid_default
     from .typeid_sql import TypeIDType
-    from .types import CombGuid, CombGuidDefault
+    from .types import CombGuid, CombGuidDefault, new_comb_guid
     from .uuid7 import new_uuid7, uuid7_timestamp
     from .uuid7_sql import ServerUuid7, server_uuid7
     from .workers import AsyncWorkerLease, WorkerLease, workers_table
@@ -198,7 +198,7 @@ __all__ += _errors.__all__
 _DEPRECATED: dict[str, tuple[str, str]] = {
     "UuidV7": ("uuid7_sql", "ServerUuid7"),
     "uuidv7": ("uuid7_sql", "server_uuid7"),
-    "comb_guid": ("comb", "new_comb_guid"),
+    "comb_guid": ("types", "new_comb_guid"),
 }
 
 

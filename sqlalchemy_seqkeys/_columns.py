@@ -10,7 +10,7 @@ attached to a :class:`~sqlalchemy.Table` (a Core ``Table(...)`` or an ORM
   type that holds any BIGINT: ``BigInteger`` (``INT64`` on Spanner) or
   ``Numeric(19, 0)`` and wider. A 32-bit ``Integer`` (what ``Mapped[int]``
   gives unless ``type_annotation_map`` says otherwise) is refused;
-- :data:`~sqlalchemy_seqkeys.comb_guid`, :func:`~sqlalchemy_seqkeys.new_uuid7`
+- :data:`~sqlalchemy_seqkeys.new_comb_guid`, :func:`~sqlalchemy_seqkeys.new_uuid7`
   and the COMB minters need a GUID-capable type: ``CombGuid``, ``Uuid``, a
   ``TypeDecorator``, or text of at least 36 characters;
 - a :class:`~sqlalchemy_seqkeys.ShardId` (or ``spanner_shard_column``) must

@@ -26,7 +26,6 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta, timezone
 from itertools import repeat
-from typing import TYPE_CHECKING, Any
 
 from . import _fork
 from ._enum import ChoiceEnum
@@ -38,16 +37,12 @@ from .errors import (
     TimestampOutOfRangeError,
 )
 
-if TYPE_CHECKING:
-    from .types import comb_guid as new_comb_guid
-
 __all__ = [
     "CombLayout",
     "comb_minter",
     "comb_minter_many",
     "comb_timestamp",
     "new_comb",
-    "new_comb_guid",
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -454,14 +449,3 @@ def comb_timestamp(value: uuid.UUID, layout: CombLayout | str) -> datetime:
             f"{value} holds {ms} ms since 1970, past what datetime can show (year 9999); "
             f"it was probably not minted with layout {CombLayout.coerce(layout).value!r}"
         ) from None
-
-
-def __getattr__(name: str) -> Any:
-    # new_comb_guid, the column default, is the CombGuidDefault instance that types.py
-    # writes beside CombGuid (under its old name, comb_guid); served from here until
-    # types.py names it. types imports this module, so it is not imported at the top.
-    if name == "new_comb_guid":
-        from .types import comb_guid
-
-        return comb_guid
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,7 @@ from .bitreverse import BitReversedSequence, reverse_bits
 from .comb import CombLayout, comb_timestamp
 from .sequences import SequenceMode, TableSequence, sequences_table
 from .snowflake import Snowflake, rotate_digits
-from .types import CombGuid, comb_guid
+from .types import CombGuid, new_comb_guid
 from .uuid7 import new_uuid7
 
 __all__ = ["PREFIX", "run"]
@@ -38,7 +38,7 @@ class CombText(_Base):
     """COMB GUID, the layout chosen for the dialect, 36-character storage."""
 
     __tablename__ = f"{PREFIX}comb"
-    id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+    id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
     note: Mapped[str] = mapped_column(sa.String(40))
 
 
@@ -47,7 +47,7 @@ class CombBinary(_Base):
 
     __tablename__ = f"{PREFIX}comb_binary"
     id: Mapped[uuid.UUID] = mapped_column(
-        CombGuid(binary=True), primary_key=True, default=comb_guid
+        CombGuid(binary=True), primary_key=True, default=new_comb_guid
     )
     note: Mapped[str] = mapped_column(sa.String(40))
 
@@ -57,7 +57,7 @@ class CombAtEnd(_Base):
 
     __tablename__ = f"{PREFIX}comb_at_end"
     id: Mapped[uuid.UUID] = mapped_column(
-        CombGuid(), primary_key=True, default=comb_guid.with_layout("at_end")
+        CombGuid(), primary_key=True, default=new_comb_guid.with_layout("at_end")
     )
     note: Mapped[str] = mapped_column(sa.String(40))
 
@@ -167,7 +167,7 @@ class _Strategy:
 
 def _comb_describe(layout: CombLayout | None) -> Callable[[Any, sa.Dialect], str]:
     def describe(key: uuid.UUID, dialect: sa.Dialect) -> str:
-        chosen = layout or comb_guid.layout_for(dialect)
+        chosen = layout or new_comb_guid.layout_for(dialect)
         if chosen is None:
             return f"random version {key.version} (time-ordered keys are a hotspot here)"
         return f"{chosen.value}, minted at {comb_timestamp(key, chosen).isoformat()}"
@@ -180,8 +180,8 @@ def _uuid7_describe(key: uuid.UUID, dialect: sa.Dialect) -> str:
 
 
 STRATEGIES = [
-    _Strategy("COMB GUID (comb_guid, CombGuid())", CombText, _comb_describe(None)),
-    _Strategy("COMB GUID (comb_guid, CombGuid(binary=True))", CombBinary, _comb_describe(None)),
+    _Strategy("COMB GUID (new_comb_guid, CombGuid())", CombText, _comb_describe(None)),
+    _Strategy("COMB GUID (new_comb_guid, CombGuid(binary=True))", CombBinary, _comb_describe(None)),
     _Strategy(
         "COMB GUID forced AT_END (SQL Server's order; other engines sort it as text)",
         CombAtEnd,

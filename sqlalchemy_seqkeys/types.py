@@ -1,18 +1,18 @@
-"""``CombGuid``: a GUID column stored the way each engine wants, and ``comb_guid``.
+"""``CombGuid``: a GUID column stored the way each engine wants, and ``new_comb_guid``.
 
 Declare the key once; the column gets the storage each dialect indexes best and
 values always come back as :class:`uuid.UUID`::
 
     import uuid
     from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-    from sqlalchemy_seqkeys import CombGuid, comb_guid
+    from sqlalchemy_seqkeys import CombGuid, new_comb_guid
 
     class Base(DeclarativeBase):
         pass
 
     class Order(Base):
         __tablename__ = "orders"
-        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
 
 Storage per dialect (``binary=True`` picks the second form where there is one):
 
@@ -37,13 +37,13 @@ to 144 in ``utf8mb4`` and compares faster. MariaDB's native ``UUID`` type is
 deliberately not used: it stores and sorts some UUIDs with their groups
 swapped, which breaks time order.
 
-:data:`comb_guid` picks the :class:`~sqlalchemy_seqkeys.CombLayout` that makes
+:data:`new_comb_guid` picks the :class:`~sqlalchemy_seqkeys.CombLayout` that makes
 the server's own ``ORDER BY`` return rows in minting order on the dialect it
 runs on: ``AT_END`` on SQL Server, ``AS_STRING`` everywhere else. On Spanner it
 mints random version 4 UUIDs instead: Spanner splits tables into key ranges,
 and keys that grow with time send every insert to the last range, the hotspot
 Spanner's schema design guide warns about. Force a layout with
-``comb_guid.with_layout(...)`` if you want time order on Spanner anyway.
+``new_comb_guid.with_layout(...)`` if you want time order on Spanner anyway.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ from .comb import CombLayout, comb_minter, comb_minter_many
 from .dialects import GuidStorage
 from .errors import InvalidGuidError, UnknownDialectError
 
-__all__ = ["CombGuid", "CombGuidDefault", "comb_guid"]
+__all__ = ["CombGuid", "CombGuidDefault", "new_comb_guid"]
 
 
 def _as_uuid(value: object) -> uuid.UUID:
@@ -135,12 +135,12 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
     column is what it would be without it. COMB values carry random bits where
     the version goes, so MariaDB's ``UUID`` type swaps the groups of many of
     them (those that read as versions 1 to 5) and scrambles their order: a
-    ``comb_guid`` default on such a column is refused.
+    ``new_comb_guid`` default on such a column is refused.
 
     Example::
 
         id: Mapped[uuid.UUID] = mapped_column(
-            CombGuid(binary=True), primary_key=True, default=comb_guid
+            CombGuid(binary=True), primary_key=True, default=new_comb_guid
         )
         event_id: Mapped[uuid.UUID] = mapped_column(
             CombGuid(native_uuid=True), primary_key=True, default=new_uuid7
@@ -326,15 +326,15 @@ def _check_dialect(dialect: object) -> str:
 class CombGuidDefault:
     """A column default that mints COMB GUIDs in the layout the dialect sorts by.
 
-    Use the ready instance :data:`comb_guid`; construct one (or call
+    Use the ready instance :data:`new_comb_guid`; construct one (or call
     :meth:`with_layout`) only to force a layout on every dialect.
 
     Example::
 
-        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
         # always AT_END, e.g. for a table shared with SQL Server:
         other: Mapped[uuid.UUID] = mapped_column(
-            CombGuid(), default=comb_guid.with_layout("at_end")
+            CombGuid(), default=new_comb_guid.with_layout("at_end")
         )
     """
 
@@ -350,7 +350,9 @@ class CombGuidDefault:
 
     def __repr__(self) -> str:
         return (
-            "comb_guid" if self.layout is None else f"comb_guid.with_layout({self.layout.value!r})"
+            "new_comb_guid"
+            if self.layout is None
+            else f"new_comb_guid.with_layout({self.layout.value!r})"
         )
 
     def with_layout(self, layout: CombLayout | str) -> CombGuidDefault:
@@ -358,8 +360,8 @@ class CombGuidDefault:
 
         Example::
 
-            >>> comb_guid.with_layout("as_binary")
-            comb_guid.with_layout('as_binary')
+            >>> new_comb_guid.with_layout("as_binary")
+            new_comb_guid.with_layout('as_binary')
         """
         return CombGuidDefault(CombLayout.coerce(layout))
 
@@ -368,9 +370,9 @@ class CombGuidDefault:
 
         Example::
 
-            >>> comb_guid.layout_for("mssql")
+            >>> new_comb_guid.layout_for("mssql")
             <CombLayout.AT_END: 'at_end'>
-            >>> comb_guid.layout_for("spanner") is None
+            >>> new_comb_guid.layout_for("spanner") is None
             True
         """
         _check_dialect(dialect)
@@ -384,7 +386,7 @@ class CombGuidDefault:
 
         Example::
 
-            >>> mint = comb_guid.minter("postgresql")
+            >>> mint = new_comb_guid.minter("postgresql")
             >>> mint() < mint()
             True
         """
@@ -431,7 +433,7 @@ class CombGuidDefault:
         return mint()
 
 
-comb_guid = CombGuidDefault()
+new_comb_guid = CombGuidDefault()
 """The COMB column default: mints the layout the dialect it runs on sorts by.
 
 ``AT_END`` on SQL Server, random version 4 UUIDs on Spanner (where time order
@@ -439,5 +441,5 @@ is a hotspot), ``AS_STRING`` elsewhere.
 
 Example::
 
-    id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=comb_guid)
+    id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
 """

@@ -21,7 +21,7 @@ def test_demo_on_an_embedded_sqlite_file(
     assert main(["demo", "--url", f"sqlite:///{db}"]) == 0
     out = capsys.readouterr().out
     assert db.exists()
-    for title in ("COMB GUID (comb_guid, CombGuid())", "CombGuid(binary=True)", "UUIDv7"):
+    for title in ("COMB GUID (new_comb_guid, CombGuid())", "CombGuid(binary=True)", "UUIDv7"):
         assert title in out
     keys = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
     guids = [uuid.UUID(k) for k in keys if "-" in k]

@@ -160,7 +160,7 @@ def test_comb_guid_is_a_one_argument_column_default() -> None:
     column = sa.Column("id", CombGuid(), default=new_comb_guid)
     assert column.default is not None
     assert column.default.is_callable
-    assert repr(new_comb_guid) == "comb_guid"  # types.py: "new_comb_guid" once it is named so there
+    assert repr(new_comb_guid) == "new_comb_guid"
 
 
 @given(st.uuids())
