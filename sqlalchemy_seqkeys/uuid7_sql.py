@@ -49,11 +49,6 @@ class ServerUuid7(FunctionElement[uuid.UUID]):
         super().__init__()
 
 
-#: The old name, deprecated: ``sqlalchemy_seqkeys.UuidV7`` warns. Plain here while
-#: the package's own modules (doctor, server_keys, alembic.autogen) still import it.
-UuidV7 = ServerUuid7
-
-
 def server_uuid7() -> ServerUuid7:
     """The server's UUIDv7 function, exactly version 7: a server default, or part of any statement.
 
@@ -77,18 +72,22 @@ def server_uuid7() -> ServerUuid7:
     return ServerUuid7()
 
 
+#: old names -> the new ones: they work for one more minor version, with a warning
+#: (the package's own sqlalchemy_seqkeys.uuidv7 and .UuidV7 warn the same way)
+_DEPRECATED = {"uuidv7": "server_uuid7", "UuidV7": "ServerUuid7"}
+
+
 def __getattr__(name: str) -> Any:
-    # The old function name keeps working for one more minor version, with a warning
-    # (the package's own sqlalchemy_seqkeys.uuidv7 warns the same way).
-    if name == "uuidv7":
-        warnings.warn(
-            "sqlalchemy_seqkeys.uuid7_sql.uuidv7 is deprecated since 0.3 and goes away in 0.4; "
-            "use sqlalchemy_seqkeys.server_uuid7 instead (the same object)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return server_uuid7
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    new = _DEPRECATED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"sqlalchemy_seqkeys.uuid7_sql.{name} is deprecated since 0.3 and goes away in 0.4; "
+        f"use sqlalchemy_seqkeys.{new} instead (the same object)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]
 
 
 def _refuse(server: str) -> UnsupportedServerFunctionError:

@@ -16,7 +16,7 @@ Alembic starts:
 
 Importing this package registers nothing. A program that drives Alembic
 itself from a checkout that is not installed (no entry point) calls
-:func:`register`. :func:`render_item` renders shard columns and ``uuidv7()``
+:func:`register`. :func:`render_item` renders shard columns and ``server_uuid7()``
 defaults; :func:`template_path` is the ``seqkeys`` template for
 ``alembic init -t``, which ``seqkeys alembic-init DIR`` uses.
 

@@ -10,7 +10,7 @@ database. With the seqkeys plugin enabled (``autogenerate_plugins`` names
 - a missing row for every :class:`~sqlalchemy_seqkeys.TableSequence` used as a
   column default, alone or inside :class:`~sqlalchemy_seqkeys.BitReversed`
   (``op.create_table_sequence(name, start=...)``);
-- a missing :func:`~sqlalchemy_seqkeys.bit_reversed_sequence`, native or
+- a missing :class:`~sqlalchemy_seqkeys.BitReversedSequence`, native or
   emulated (``op.create_bit_reversed_sequence(...)``);
 - on MySQL/MariaDB, a sequences table of version 0.1 whose names compare
   case-insensitively (``op.make_sequence_names_case_sensitive()``);
@@ -21,8 +21,8 @@ database. With the seqkeys plugin enabled (``autogenerate_plugins`` names
 
 Objects that exist are left alone, so a second run finds nothing. Shard
 columns (:func:`~sqlalchemy_seqkeys.spanner_shard_column`) and
-``server_default=uuidv7()`` (or ``server_uuid()``) render as themselves when
-``env.py`` passes :func:`render_item` to ``context.configure``. A ``uuidv7()``
+``server_default=server_uuid7()`` (or ``server_uuid()``) render as themselves when
+``env.py`` passes :func:`render_item` to ``context.configure``. A ``server_uuid7()``
 or ``server_uuid()`` server default matches the default the server reports for
 it (PostgreSQL ``uuidv7()``, MariaDB ``uuid_v7()`` or ``uuid()``), so
 ``compare_server_default=True`` finds no change.
@@ -37,6 +37,7 @@ Example (``env.py``)::
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -63,7 +64,7 @@ from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import inexact_collation, read_next_value
 from sqlalchemy_seqkeys.server_keys import ServerUuid
 from sqlalchemy_seqkeys.shard import _ShardComputed
-from sqlalchemy_seqkeys.uuid7_sql import UuidV7
+from sqlalchemy_seqkeys.uuid7_sql import ServerUuid7
 from sqlalchemy_seqkeys.workers import MARK_COLUMN
 
 if TYPE_CHECKING:  # not at run time: Alembic loads the plugin while importing this
@@ -118,8 +119,11 @@ def declared_sequences(
 ) -> tuple[dict[tuple[str, str], int], dict[str, BitReversedSequence]]:
     """The table sequences ``{(table, name): start}`` and bit-reversed sequences declared.
 
-    Found in the column defaults of every table, and (bit-reversed) in what
-    ``bit_reversed_sequence(..., metadata=...)`` attached.
+    Found in the column defaults of every table, and in what
+    ``TableSequence(..., metadata=...)`` and ``BitReversedSequence(..., metadata=...)``
+    attached (with no column using them).
+
+    :param metadatas: the models' ``MetaData`` objects.
 
     Example::
 
@@ -133,7 +137,15 @@ def declared_sequences(
     """
     table_sequences: dict[tuple[str, str], int] = {}
     bit_reversed: dict[str, BitReversedSequence] = {}
-    for found in declared_objects(metadatas, "seqkeys_bit_reversed"):
+    metadatas = list(metadatas)  # read twice
+    attached_table_sequences = (
+        sequence
+        for metadata in metadatas
+        for sequence in metadata.info.get("seqkeys_table_sequences", {}).values()
+    )
+    for found in itertools.chain(
+        declared_objects(metadatas, "seqkeys_bit_reversed"), attached_table_sequences
+    ):
         if isinstance(found, BitReversedSequence):
             bit_reversed[found.name] = found
             continue
@@ -310,7 +322,7 @@ def _both_uuidv7(conn_col: sa.Column[Any], metadata_col: sa.Column[Any]) -> bool
     if isinstance(default, sa.DefaultClause) and isinstance(default.arg, ServerUuid):
         text = _default_text(conn_col.server_default)
         return text is not None and "".join(text.split()) in _SERVER_UUID_DEFAULTS
-    if not (isinstance(default, sa.DefaultClause) and isinstance(default.arg, UuidV7)):
+    if not (isinstance(default, sa.DefaultClause) and isinstance(default.arg, ServerUuid7)):
         return False
     return _default_text(conn_col.server_default) in _UUIDV7_DEFAULTS
 
@@ -334,10 +346,14 @@ def render_op(autogen_context: AutogenContext, op: _SeqKeysOp) -> str:
 
 def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | bool:
     """Alembic's ``render_item`` hook: shard columns render as ``spanner_shard_column(...)``,
-    ``server_default=uuidv7()`` as itself (not as the SQL text of one dialect).
+    ``server_default=server_uuid7()`` as itself (not as the SQL text of one dialect).
 
     A column type of this library (``sqlalchemy_seqkeys.types.CombGuid()``)
     gets its import. Everything else is left to Alembic (returns False).
+
+    :param type_: what Alembic renders (``"column"``, ``"server_default"``, ``"type"``, ...).
+    :param obj: the object to render.
+    :param autogen_context: Alembic's context; the needed import is added to it.
 
     Example::
 
@@ -346,10 +362,10 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
     if (
         type_ == "server_default"
         and isinstance(obj, sa.DefaultClause)
-        and isinstance(obj.arg, UuidV7)
+        and isinstance(obj.arg, ServerUuid7)
     ):
         autogen_context.imports.add(IMPORT)
-        return "sqlalchemy_seqkeys.uuidv7()"
+        return "sqlalchemy_seqkeys.server_uuid7()"
     if (
         type_ == "server_default"
         and isinstance(obj, sa.DefaultClause)

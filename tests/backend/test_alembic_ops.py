@@ -249,3 +249,27 @@ def test_an_old_lease_table_is_upgraded(op: Operations, engine: Engine) -> None:
         MigrationError, match=r"table must be a non-empty str.*it names the worker-lease table"
     ):
         op.upgrade_worker_lease_table(table="")
+
+
+def test_autogenerate_sees_a_table_sequence_attached_to_metadata(
+    op: Operations, engine: Engine
+) -> None:
+    """A TableSequence attached with ``metadata=`` and used by no column still gets its row."""
+    conn = op.get_bind()
+    op.create_sequences_table(TABLE)
+    models = sa.MetaData()
+    sequences_table(models, TABLE)
+    TableSequence("seqkeys_ops_attached", mode="separate", table=TABLE, start=70, metadata=models)
+    upgrade = render_python_code(
+        produce_migrations(_compare_only(conn, models), models).upgrade_ops
+    )
+    assert upgrade.splitlines()[1].strip() == (
+        f"op.create_table_sequence('seqkeys_ops_attached', start=70, table={TABLE!r})"
+    )
+    op.create_table_sequence("seqkeys_ops_attached", start=70, table=TABLE)
+    assert produce_migrations(_compare_only(conn, models), models).upgrade_ops.is_empty()
+
+    # models that declare no sequence: no diff
+    bare = sa.MetaData()
+    sequences_table(bare, TABLE)
+    assert produce_migrations(_compare_only(conn, bare), bare).upgrade_ops.is_empty()

@@ -161,7 +161,7 @@ def test_autogenerate_renders_uuidv7_itself() -> None:
         ops.UpgradeOps(ops=[ops.CreateTableOp.from_table(table())]),
         render_item=sqlalchemy_seqkeys.alembic.render_item,
     )
-    assert "server_default=sqlalchemy_seqkeys.uuidv7()" in code
+    assert "server_default=sqlalchemy_seqkeys.server_uuid7()" in code
 
 
 @pytest.mark.parametrize(
@@ -250,3 +250,10 @@ def test_the_old_names_warn_and_give_the_new_ones() -> None:
         old_class = sqlalchemy_seqkeys.UuidV7
     assert old_class is ServerUuid7
     assert isinstance(server_uuid7(), old_class)  # isinstance checks in user code keep working
+    with pytest.deprecated_call(match="uuid7_sql.UuidV7 is deprecated.*use sqlalchemy_seqkeys.Se"):
+        assert uuid7_sql.UuidV7 is ServerUuid7
+    with pytest.deprecated_call(match="use sqlalchemy_seqkeys.ServerUuid7"):
+        from sqlalchemy_seqkeys.uuid7_sql import UuidV7
+    assert UuidV7 is ServerUuid7
+    with pytest.raises(AttributeError, match="has no attribute 'uuid_v7'"):
+        uuid7_sql.uuid_v7  # noqa: B018
