@@ -64,7 +64,7 @@ from .server_keys import ServerUuid
 from .snowflake import Snowflake
 from .types import CombGuidDefault
 from .uuid7 import new_uuid7
-from .uuid7_sql import UuidV7
+from .uuid7_sql import ServerUuid7
 from .workers import MARK_COLUMN
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ _HEADINGS = ("CHECK", "SUBJECT", "STATUS", "MESSAGE")
 @dataclass(frozen=True)
 class _Key:
     column: sa.Column[Any]
-    strategy: object  # the default (TableSequence, comb_guid, new_uuid7, ...) or server default
+    strategy: object  # the default (TableSequence, new_comb_guid, new_uuid7, ...) or server default
 
     @property
     def subject(self) -> str:
@@ -210,7 +210,7 @@ def _declared(column: sa.Column[Any]) -> object | None:
     ) or (given is new_uuid7):
         return given
     server = column.server_default
-    if isinstance(server, sa.DefaultClause) and isinstance(server.arg, ServerUuid | UuidV7):
+    if isinstance(server, sa.DefaultClause) and isinstance(server.arg, ServerUuid | ServerUuid7):
         return server.arg
     return None
 
@@ -306,7 +306,7 @@ class _Run:
             return
         name = self.dialect.identifier_preparer.quote(_ORDER_TABLE)
         server_default: sa.ColumnElement[Any] | None = None
-        if isinstance(strategy, ServerUuid | UuidV7):
+        if isinstance(strategy, ServerUuid | ServerUuid7):
             server_default = type(strategy)()  # checked against the real column's type
         table = sa.Table(
             _ORDER_TABLE,
@@ -322,7 +322,7 @@ class _Run:
         )
         self.temporary.append(name)
         table.create(self.conn)
-        if isinstance(strategy, ServerUuid | UuidV7):
+        if isinstance(strategy, ServerUuid | ServerUuid7):
             rows = [{"n": n} for n in range(ORDER_SAMPLE)]
             self.conn.execute(sa.insert(table), rows)
         else:
@@ -481,7 +481,7 @@ class _Run:
                 fix=f"ALTER SEQUENCE {sql_name} INCREMENT BY {pooled.allocation_size}"
                 + (f" {_NO_CYCLE.get(family(self.dialect), 'NO CYCLE')}" if cycles else "")
                 + " "
-                f"(or declare pooled_sequence({name!r}, {increment}))",
+                f"(or declare PooledSequence({name!r}, batch_size={increment}))",
                 details={"increment": increment, "allocation_size": pooled.allocation_size},
             )
         next_value = _native_next(self.conn, pooled.sequence, increment)
@@ -646,7 +646,7 @@ class _Run:
             else "no INSERT .. RETURNING: the ORM cannot read a key the server mints",
             details={"returning": returning},
         )
-        native = _compiles(UuidV7(), dialect)
+        native = _compiles(ServerUuid7(), dialect)
         self.add(
             "capabilities",
             "UUIDv7",
@@ -688,7 +688,7 @@ def _past(largest: int | None) -> str:
 
 
 def _orders(strategy: object) -> bool:
-    return isinstance(strategy, CombGuidDefault | ServerUuid | UuidV7) or strategy is new_uuid7
+    return isinstance(strategy, CombGuidDefault | ServerUuid | ServerUuid7) or strategy is new_uuid7
 
 
 def _minter(strategy: object, dialect: sa.Dialect) -> Callable[[], uuid.UUID]:
@@ -702,8 +702,8 @@ def _name(strategy: object) -> str:
         return "new_uuid7"
     if isinstance(strategy, ServerUuid):
         return "server_uuid()"
-    if isinstance(strategy, UuidV7):
-        return "uuidv7()"
+    if isinstance(strategy, ServerUuid7):
+        return "server_uuid7()"
     return repr(strategy)
 
 

@@ -163,7 +163,7 @@ class UuidV47:
         guid = _as_uuid(key, "UuidV47.encode")
         if guid.version != 7 or guid.variant != uuid.RFC_4122:
             raise InvalidOpaqueIdError(
-                f"UuidV47.encode takes a UUIDv7 (a key minted by new_uuid7 or uuidv7()), "
+                f"UuidV47.encode takes a UUIDv7 (a key minted by new_uuid7 or server_uuid7()), "
                 f"not {guid} (version {guid.version})"
             )
         value = guid.int

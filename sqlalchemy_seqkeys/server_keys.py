@@ -76,7 +76,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from ._dialect import dialect_key, facts
 from .errors import UnsupportedServerFunctionError
 from .types import CombGuid
-from .uuid7_sql import UuidV7
+from .uuid7_sql import ServerUuid7
 
 __all__ = ["ServerUuid", "server_uuid"]
 
@@ -214,7 +214,7 @@ def _compile_elsewhere(element: ServerUuid, compiler: SQLCompiler, **kw: Any) ->
 def _compile_postgresql(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str:
     # uuidv7_sql knows which PostgreSQL has uuidv7(): one place for that version
     try:
-        return compiler.process(UuidV7(), **kw)
+        return compiler.process(ServerUuid7(), **kw)
     except UnsupportedServerFunctionError as exc:
         info = compiler.dialect.server_version_info
         raise _refuse(
@@ -232,7 +232,7 @@ def _compile_mysql_family(element: ServerUuid, compiler: SQLCompiler, **kw: Any)
     if getattr(dialect, "is_mariadb", False) or dialect.name == "mariadb":
         server = f"MariaDB{_version_text(info)}"
         try:
-            function = compiler.process(UuidV7(), **kw)  # 11.7+, or no version known
+            function = compiler.process(ServerUuid7(), **kw)  # 11.7+, or no version known
         except UnsupportedServerFunctionError:
             pass
         else:
