@@ -42,8 +42,7 @@ from sqlalchemy_seqkeys import (
 from sqlalchemy_seqkeys import _fork as fork_module
 from sqlalchemy_seqkeys import uuid7 as uuid7_module
 from sqlalchemy_seqkeys.comb import comb_minter, comb_minter_many
-from tests._forking import fork_from_c, no_stragglers  # noqa: F401 - a fixture
-from tests._forking import libc_fork as _libc_fork
+from tests._forking import fork_from_c, libc_fork_when_quiet, no_stragglers  # noqa: F401 - a fixture
 from tests._helpers import (
     fresh_table,
     in_forked_child,
@@ -59,6 +58,9 @@ pytestmark = [
 ]
 
 PER_PROCESS = 20_000
+#: libc fork() once the process's other threads settled: under xdist, a worker's execnet
+#: thread that waits for the GIL at the instant of a raw fork hangs the child in CPython
+_libc_fork = libc_fork_when_quiet
 
 
 class _Context:
@@ -99,8 +101,9 @@ def _mint_in_parent_and_libc_child(
     mint_n = mint_n or _one_thread(mint)
     mint()  # the generator has state to inherit: a millisecond, a counter, random bytes
     # Both sides start minting at the same millisecond boundary, the moment a
-    # pre-fork generator state repeats itself in both processes.
-    start_ns = (time.time_ns() // 1_000_000 + 30) * 1_000_000
+    # pre-fork generator state repeats itself in both processes (after the fork's
+    # 50 ms settle).
+    start_ns = (time.time_ns() // 1_000_000 + 150) * 1_000_000
     parent: list[uuid.UUID] = []
     text = in_forked_child(
         lambda: " ".join(v.hex for v in mint_n(n)),
