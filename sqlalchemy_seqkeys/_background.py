@@ -119,7 +119,7 @@ class _TaskPeriodic:
     async def _run(self) -> None:
         import asyncio
 
-        from sqlalchemy.util.concurrency import greenlet_spawn
+        from ._compat import greenlet_spawn
 
         try:
             while True:
@@ -198,9 +198,8 @@ class GreenletLock:
         self._lock = asyncio.Lock()
 
     def __enter__(self) -> None:
-        from sqlalchemy.util import concurrency
+        from ._compat import await_
 
-        await_ = getattr(concurrency, "await_", None) or concurrency.await_only
         await_(self._lock.acquire())
 
     def __exit__(self, *exc: object) -> None:

@@ -164,6 +164,17 @@ in_greenlet: Callable[[], bool] = getattr(_concurrency, "in_greenlet", None) or 
 greenlet_spawn = _concurrency.greenlet_spawn
 
 
+def proxied_engine(engine: sa.Engine) -> sa.Engine:
+    """The Engine an ``engine.execution_options(...)`` copy stands for (the engine itself
+    when it is no copy): the same pool and events. SQLAlchemy keeps it in the private
+    ``OptionEngine._proxied`` (2.0 and 2.1)."""
+    while True:
+        proxied = getattr(engine, "_proxied", None)
+        if not isinstance(proxied, sa.Engine):
+            return engine
+        engine = proxied
+
+
 # -- Alembic ---------------------------------------------------------------------------
 
 

@@ -980,7 +980,7 @@ class AsyncWorkerLease:
         """
         import asyncio
 
-        from sqlalchemy.util.concurrency import greenlet_spawn
+        from ._compat import greenlet_spawn
 
         sync = self.sync_lease
         sync._begin_start()
@@ -1027,7 +1027,7 @@ class AsyncWorkerLease:
 
             await lease.close()
         """
-        from sqlalchemy.util.concurrency import greenlet_spawn
+        from ._compat import greenlet_spawn
 
         sync = self.sync_lease
         if sync.closed or not sync._in_owner_process():
@@ -1055,9 +1055,8 @@ class AsyncWorkerLease:
         # jumped forward. The renewal must commit before it mints on.
         import asyncio
 
-        from sqlalchemy.util.concurrency import greenlet_spawn
-
         from ._aio import in_greenlet, on_loop
+        from ._compat import greenlet_spawn
 
         sync, loop = self.sync_lease, self._loop
         assert loop is not None

@@ -25,8 +25,8 @@ from typing import (
 )
 
 import sqlalchemy as sa
-from sqlalchemy.util.concurrency import greenlet_spawn
 
+from sqlalchemy_seqkeys._compat import greenlet_spawn
 from sqlalchemy_seqkeys.errors import InvalidSequenceError
 
 if TYPE_CHECKING:  # importing sqlalchemy.ext.asyncio needs greenlet, an optional package

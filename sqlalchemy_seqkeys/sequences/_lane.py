@@ -40,10 +40,10 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.util import concurrency as _concurrency
 
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._aio import await_, in_greenlet
+from sqlalchemy_seqkeys._compat import greenlet_spawn, proxied_engine
 from sqlalchemy_seqkeys._dialect import facts
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
@@ -69,8 +69,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-greenlet_spawn = _concurrency.greenlet_spawn
 
 _NOT_IN_GREENLET = (
     "an asyncio engine's values are taken on its event loop, inside SQLAlchemy's greenlet; "
@@ -255,11 +253,7 @@ _closing: set[asyncio.Task[None]] = set()
 
 def _root(engine: sa.Engine) -> sa.Engine:
     # engine.execution_options(...) is an OptionEngine over the same pool and events
-    while True:
-        proxied = getattr(engine, "_proxied", None)
-        if not isinstance(proxied, sa.Engine):
-            return engine
-        engine = proxied
+    return proxied_engine(engine)
 
 
 def check_in_greenlet() -> None:

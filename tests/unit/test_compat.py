@@ -33,12 +33,14 @@ PRIVATE = [
     "_get_table_filter_query",
     "__sqlalchemy_greenlet_provider__",
     "await_only",
+    "_proxied",
+    "util.concurrency",
     "def _copy(",
 ]
 
 
-#: TRANSITIONAL: uses whose owners switch to _compat (see issue 22's item 7 notes)
-KNOWN = {("_background.py", "await_only")}
+#: uses outside _compat allowed (none)
+KNOWN: set[tuple[str, str]] = set()
 
 
 def test_private_names_are_used_in_compat_only() -> None:
