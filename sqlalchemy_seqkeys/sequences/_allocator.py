@@ -1,7 +1,7 @@
 """The one block allocator: keys a process holds in memory, per pool and tenant.
 
 Every batched strategy (``TableSequence`` in ``batch`` and ``async_batch``
-mode, ``pooled_sequence``, ``bit_reversed_sequence(batch_size=...)``) hands
+mode, ``PooledSequence``, ``BitReversedSequence(batch_size=...)``) hands
 keys out of a :class:`Blocks`: the current block, the spare blocks fetched
 ahead, and the bookkeeping of the fetch under way. A :class:`BlockStore`
 keeps one per engine pool (one database) and ``schema_translate_map`` (one
