@@ -76,16 +76,12 @@ MariaDB ``SETVAL``, which never moves back; the sequences table elsewhere).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine.default import DefaultExecutionContext
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence, ExecutableDDLElement
-from sqlalchemy.sql.expression import ClauseElement, Executable
+from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence
 
 from sqlalchemy_seqkeys._blocks import (
     batch_counter,
@@ -102,6 +98,7 @@ from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._rows import RowsAhead
 from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_int
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
+from sqlalchemy_seqkeys.dialects import read_sequence_catalog
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
     PooledSequenceMismatchError,
@@ -119,7 +116,7 @@ from sqlalchemy_seqkeys.sequences._contract import (
     drop_native,
     resolve_alias,
 )
-from sqlalchemy_seqkeys.sequences._retry import _mysql_code, sequence_error, statement_errors
+from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
 from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE, TableSequence
 from sqlalchemy_seqkeys.sequences.resync import (
     _check_identifier,
@@ -150,107 +147,6 @@ __all__ = [
 #: The largest block, as for a TableSequence's batch_size: a larger one only
 #: burns key space faster (a stopped process loses what it held).
 MAX_ALLOCATION_SIZE = MAX_BATCH_SIZE
-
-
-# -- what the catalog says about a sequence, per dialect ------------------------------
-
-#: (increment, cycles), or None where there is no such sequence
-_Found = tuple[int, bool] | None
-
-
-def _schema_of(conn: sa.Connection, sequence: sa.Sequence) -> str | None:
-    """The sequence's schema, as the connection's schema_translate_map makes it."""
-    schema = sequence.schema
-    translate = conn.get_execution_options().get("schema_translate_map")
-    if translate and schema in translate:
-        schema = translate[schema]
-    return schema
-
-
-def _name_value(conn: sa.Connection, sequence: sa.Sequence) -> str:
-    """The sequence's quoted name (schema translated) as a value for the server to parse."""
-    return identifier_text(conn.dialect, sequence.name, _schema_of(conn, sequence))
-
-
-_PG_CATALOG = sa.text(
-    "SELECT seqincrement, seqcycle FROM pg_catalog.pg_sequence WHERE seqrelid = to_regclass(:name)"
-)
-
-
-def _postgresql_catalog(conn: sa.Connection, sequence: sa.Sequence) -> _Found:
-    row = conn.execute(_PG_CATALOG, {"name": _name_value(conn, sequence)}).first()
-    return None if row is None else (int(row[0]), bool(row[1]))
-
-
-#: MariaDB: no such table (1146); a table without a sequence's columns (1054)
-_NOT_A_SEQUENCE = frozenset({1146, 1054})
-
-
-def _relation(name: str, schema: str | None, *columns: str) -> sa.Table:
-    # a Table, not sa.table(): only a Table follows a schema_translate_map
-    return sa.Table(name, sa.MetaData(), *(sa.Column(c) for c in columns), schema=schema)
-
-
-def _mariadb_catalog(conn: sa.Connection, sequence: sa.Sequence) -> _Found:
-    # A MariaDB sequence is a table of one row (information_schema.SEQUENCES
-    # came in 11.5). A failed statement leaves MariaDB's transaction as it was.
-    relation = _relation(sequence.name, sequence.schema, "increment", "cycle_option")
-    try:
-        row = conn.execute(sa.select(relation.c.increment, relation.c.cycle_option)).first()
-    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        if exc.orig is not None and _mysql_code(exc.orig) in _NOT_A_SEQUENCE:
-            return None
-        raise
-    return None if row is None else (int(row[0]), bool(row[1]))
-
-
-_ORACLE_CATALOG = sa.text(
-    "SELECT increment_by, CASE cycle_flag WHEN 'Y' THEN 1 ELSE 0 END FROM all_sequences "
-    "WHERE sequence_owner = COALESCE(:owner, SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')) "
-    "AND sequence_name = :name"
-)
-
-
-def _oracle_catalog(conn: sa.Connection, sequence: sa.Sequence) -> _Found:
-    dialect = conn.dialect
-    schema = _schema_of(conn, sequence)
-    params = {
-        "owner": None if schema is None else dialect.denormalize_name(schema),
-        "name": dialect.denormalize_name(sequence.name),
-    }
-    row = conn.execute(_ORACLE_CATALOG, params).first()
-    return None if row is None else (int(row[0]), bool(row[1]))
-
-
-_MSSQL_CATALOG = sa.text(
-    "SELECT CAST(increment AS BIGINT), CAST(is_cycling AS INT) FROM sys.sequences "
-    "WHERE object_id = OBJECT_ID(:name, 'SO')"
-)
-
-
-def _mssql_catalog(conn: sa.Connection, sequence: sa.Sequence) -> _Found:
-    row = conn.execute(_MSSQL_CATALOG, {"name": _name_value(conn, sequence)}).first()
-    return None if row is None else (int(row[0]), bool(row[1]))
-
-
-#: per dialect: read a sequence's increment and whether it cycles
-#: (by _dialect.facts(dialect).sequence_catalog)
-_CATALOGS: dict[str | None, Callable[[sa.Connection, sa.Sequence], _Found]] = {
-    "pg_sequence": _postgresql_catalog,
-    "sequence_row": _mariadb_catalog,
-    "sys_sequences": _mssql_catalog,
-    "all_sequences": _oracle_catalog,
-}
-
-
-def read_sequence_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
-    """A native sequence's ``INCREMENT BY`` and whether it cycles, as the catalog says.
-
-    None where there is no such sequence, or the engine's catalog is not known
-    here (``facts(dialect).sequence_catalog`` is None). Reads only.
-    """
-    read = facts(conn.dialect).read_sequence_catalog
-    return None if read is None else read(conn, sequence)
 
 
 # -- the blocks one process holds --------------------------------------------------
@@ -638,8 +534,10 @@ def pooled_sequence(
 
 # -- resync ------------------------------------------------------------------------
 
-#: The MariaDB session variable that carries MAX(column) + 1 into SETVAL
-_NEXT_VARIABLE = "@seqkeys_resync_next"
+
+def _relation(name: str, schema: str | None, *columns: str) -> sa.Table:
+    # a Table, not sa.table(): only a Table follows a schema_translate_map
+    return sa.Table(name, sa.MetaData(), *(sa.Column(c) for c in columns), schema=schema)
 
 
 def _highest(table: str | sa.Table, column: str, schema: str | None) -> sa.Subquery:
@@ -652,7 +550,7 @@ def _highest(table: str | sa.Table, column: str, schema: str | None) -> sa.Subqu
 
 @dataclass(frozen=True)
 class _Resync:
-    """What a resync's statements are built from (one engine's builder takes it)."""
+    """What a resync's statements are built from: a :class:`.dialects.SequenceResync`."""
 
     dialect: sa.Dialect
     #: compiled as an identifier: the executing connection's schema_translate_map applies
@@ -660,96 +558,6 @@ class _Resync:
     #: the sequence's quoted name, its schema translated, as a value for the server to parse
     name_value: str
     top: sa.Subquery  # SELECT MAX(column) AS m
-
-
-class _SequenceNoCycle(ExecutableDDLElement):
-    """``ALTER SEQUENCE name NO CYCLE``, the name quoted by the compiler (never by hand)."""
-
-    def __init__(self, sequence: sa.Sequence) -> None:
-        self.sequence = sequence
-
-
-@compiles(_SequenceNoCycle)
-def _compile_no_cycle(element: _SequenceNoCycle, compiler: Any, **kw: Any) -> str:
-    return f"ALTER SEQUENCE {compiler.preparer.format_sequence(element.sequence)} NO CYCLE"
-
-
-class _SetVariable(Executable, ClauseElement):
-    """MariaDB: ``SET @variable = (query)``, the query compiled as any other statement."""
-
-    inherit_cache = False
-
-    def __init__(self, variable: str, query: sa.Select[Any]) -> None:
-        self.variable = variable
-        self.query = query
-
-
-@compiles(_SetVariable)
-def _compile_set_variable(element: _SetVariable, compiler: Any, **kw: Any) -> str:
-    return f"SET {element.variable} = ({compiler.process(element.query, **kw)})"
-
-
-def _pg_statements(r: _Resync) -> list[sa.Executable]:
-    sequence, top = r.sequence, r.top
-    # ALTER SEQUENCE blocks nextval and setval until the transaction ends, so
-    # no block can be taken between reading the sequence and moving it.
-    lock = _SequenceNoCycle(sequence)
-    regclass = sa.cast(sa.literal(r.name_value), postgresql.REGCLASS)
-    current = sa.Table(
-        sequence.name,
-        sa.MetaData(),
-        sa.Column("last_value", sa.BigInteger),
-        sa.Column("is_called", sa.Boolean),
-        schema=sequence.schema,
-    ).alias("seq")
-    catalog = sa.table(
-        "pg_sequence",
-        sa.column("seqrelid"),
-        sa.column("seqincrement", sa.BigInteger),
-        schema="pg_catalog",
-    )
-    increment = sa.select(catalog.c.seqincrement).where(catalog.c.seqrelid == regclass)
-    # the value the next nextval returns (numeric: no overflow near the maximum)
-    upcoming = sa.case(
-        (
-            current.c.is_called,
-            sa.cast(current.c.last_value, sa.Numeric) + increment.scalar_subquery(),
-        ),
-        else_=current.c.last_value,
-    )
-    move = (
-        sa.select(sa.func.setval(regclass, top.c.m + sa.literal(1, sa.BigInteger), sa.false()))
-        .select_from(top.join(current, sa.true()))
-        .where(top.c.m >= upcoming, top.c.m < sa.literal(MAX_VALUE, sa.BigInteger))
-    )
-    return [lock, move]
-
-
-def _mariadb_statements(r: _Resync) -> list[sa.Executable]:
-    top = r.top
-    # SETVAL(s, v, 0) makes v the next value unless s is already past v (then
-    # it changes nothing and returns NULL): atomic beside NEXTVAL, never back.
-    # It takes constants only, so MAX + 1 reaches it through a session
-    # variable and EXECUTE IMMEDIATE: two statements, valid offline too.
-    following = sa.select(
-        sa.case((top.c.m < sa.literal(MAX_VALUE, sa.BigInteger), top.c.m + 1), else_=sa.null())
-    ).select_from(top)
-    remember = _SetVariable(_NEXT_VARIABLE, following)
-    # The sequence's name reaches the dynamic statement as a bound value,
-    # quoted for that statement's own parser.
-    move = sa.text(
-        f"EXECUTE IMMEDIATE IF({_NEXT_VARIABLE} IS NULL, 'SELECT NULL', "
-        f"CONCAT('SELECT SETVAL(', :seqkeys_sequence, ', ', {_NEXT_VARIABLE}, ', 0)'))"
-    ).bindparams(sa.bindparam("seqkeys_sequence", r.name_value, type_=sa.String()))
-    return [remember, move]
-
-
-_Builder = Callable[[_Resync], list[sa.Executable]]
-#: by _dialect.facts(dialect).sequence_resync
-_RESYNC_STATEMENTS: dict[str | None, _Builder] = {
-    "setval": _pg_statements,
-    "alter_restart": _mariadb_statements,
-}
 
 
 def resync_pooled_statements(

@@ -92,10 +92,6 @@ def mysql_error_code(orig: BaseException) -> object:
     return args[0] if args and isinstance(args[0], int) else None
 
 
-#: the old private name, which pooled.py imports (until its call sites move)
-_mysql_code = mysql_error_code
-
-
 def _origins(exc: BaseException) -> Iterator[BaseException]:
     """The driver's error and its causes (asyncpg's sits behind SQLAlchemy's adapter)."""
     orig: BaseException | None = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
