@@ -145,26 +145,6 @@ def incrementing_sequences(dialect: Dialect) -> bool:
 
 # -- bit-reversed sequences (bitreverse.py) ----------------------------------------
 
-#: per engine family: the one statement that fetches a block of a native
-#: sequence's values, a key of ``bitreverse._BLOCK_STATEMENTS``. Engines not
-#: listed (Oracle, SQL Server: not verified here) take one statement per value.
-_BIT_REVERSED_BLOCKS: dict[str, str] = {
-    "postgresql": "generate_series",
-    "mysql": "seq_table",  # MariaDB's SEQUENCE engine (MySQL has no sequences)
-    "spanner": "generate_array",
-}
-
-
-def bit_reversed_block(dialect: Dialect | str) -> str | None:
-    """How a block of a native sequence's values is fetched in one statement; None: not here.
-
-    Example::
-
-        >>> bit_reversed_block("mariadb"), bit_reversed_block("oracle")
-        ('seq_table', None)
-    """
-    return _BIT_REVERSED_BLOCKS.get(family(dialect))
-
 
 def natively_bit_reversed(dialect: Dialect | str) -> bool:
     """True where an ``sqlalchemy.Sequence`` hands out bit-reversed values itself.
@@ -179,7 +159,7 @@ def natively_bit_reversed(dialect: Dialect | str) -> bool:
     return facts(dialect).bit_reversed_sequences_only
 
 
-__all__ += ["bit_reversed_block", "natively_bit_reversed"]
+__all__ += ["natively_bit_reversed"]
 
 
 # -- identifiers: a name as SQL text, and the names an engine cannot hold -----------

@@ -53,13 +53,15 @@ from sqlalchemy_seqkeys._blocks import (
     begin,
 )
 from sqlalchemy_seqkeys._dialect import (
-    bit_reversed_block,
     check_identifier,
+    facts,
+    has_sequences,
     natively_bit_reversed,
 )
 from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_int
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
+from sqlalchemy_seqkeys.dialects import BlockStatement
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
 from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, values_block
 from sqlalchemy_seqkeys.sequences._contract import (
@@ -196,7 +198,7 @@ class BitReversed:
         source = self.source
         if isinstance(source, sa.Sequence):
             conn = context.connection
-            if not conn.dialect.supports_sequences:
+            if not has_sequences(conn.dialect):
                 raise InvalidBitReversalError(
                     f"{conn.dialect.name} has no sequences; wrap a TableSequence instead: "
                     "BitReversed(TableSequence(name, mode=...)), or declare "
@@ -259,54 +261,6 @@ def _spanner_create_sequence(create: CreateSequence, compiler: DDLCompiler, **kw
 #: memory, and what a stopped process held is lost.
 MAX_BIT_REVERSED_BATCH = 2**20
 
-#: Spanner's emulator refuses GENERATE_ARRAY past 16,000 elements: a statement
-#: fetches at most this many there (a larger batch_size takes several).
-_SPANNER_MOST_PER_STATEMENT = 10_000
-
-_BlockStatement = Callable[[sa.Sequence, int], "sa.Select[Any]"]
-
-
-def _postgresql_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
-    # nextval() is volatile: evaluated once per row, never rolled back
-    rows = sa.func.generate_series(1, n).table_valued("i")
-    return sa.select(sequence.next_value()).select_from(rows)
-
-
-def _mariadb_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
-    # seq_1_to_N: a table of the SEQUENCE storage engine, in the sequence's
-    # own database (a schema_translate_map moves both). NEXTVAL is evaluated
-    # once per row sent, never rolled back.
-    rows = sa.Table(f"seq_1_to_{n}", sa.MetaData(), schema=sequence.schema)
-    return sa.select(sequence.next_value()).select_from(rows)
-
-
-def _mariadb_recursive_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
-    # Where the SEQUENCE engine is off (mariadbd --skip-sequence). The server
-    # stops recursing at max_recursive_iterations (1000 by default): a
-    # statement then brings fewer counters, each of them as good.
-    one: sa.ColumnElement[int] = sa.literal_column("1", sa.Integer)
-    base = sa.select(one.label("i")).cte("seqkeys_rows", recursive=True)
-    rows = base.union_all(sa.select(base.c.i + one).where(base.c.i < sa.literal_column(str(n))))
-    return sa.select(sequence.next_value()).select_from(rows)
-
-
-def _spanner_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
-    # GET_NEXT_SEQUENCE_VALUE once per row, skip range applied by Spanner;
-    # not given back when the transaction rolls back (checked on the emulator)
-    n = min(n, _SPANNER_MOST_PER_STATEMENT)
-    rows = sa.func.unnest(sa.func.generate_array(1, n)).table_valued("i")
-    return sa.select(sequence.next_value()).select_from(rows)
-
-
-#: one statement that returns n values of a native sequence, by
-#: _dialect.bit_reversed_block(dialect). Engines without one take one
-#: statement per value; the values are still handed out from memory.
-_BLOCK_STATEMENTS: dict[str | None, _BlockStatement] = {
-    "generate_series": _postgresql_block,
-    "seq_table": _mariadb_block,
-    "generate_array": _spanner_block,
-}
-
 
 def _no_sequence_engine(exc: sa.exc.DBAPIError) -> bool:
     """MariaDB said a ``seq_1_to_N`` table does not exist: its SEQUENCE engine is off."""
@@ -319,7 +273,7 @@ class _Block(Blocks):
 
     __slots__ = ("build",)
 
-    def __init__(self, build: _BlockStatement | None) -> None:
+    def __init__(self, build: BlockStatement | None) -> None:
         super().__init__()
         #: the statement that fetches a block here; None: one value per statement
         self.build = build
@@ -328,9 +282,9 @@ class _Block(Blocks):
 def _new_block(bind: sa.Engine | sa.Connection, owner: object) -> _Block | None:
     # None: no native sequence; the counter is a batch TableSequence, whose
     # blocks are in memory there
-    if not bind.dialect.supports_sequences:
+    if not has_sequences(bind.dialect):
         return None
-    return _Block(_BLOCK_STATEMENTS.get(bit_reversed_block(bind.dialect)))
+    return _Block(facts(bind.dialect).sequence_block)
 
 
 class BitReversedSequence(BitReversed, SequenceContract, PositionalDefault):
@@ -470,7 +424,7 @@ class BitReversedSequence(BitReversed, SequenceContract, PositionalDefault):
 
     @staticmethod
     def _native(dialect: sa.Dialect) -> bool:
-        return bool(dialect.supports_sequences)
+        return has_sequences(dialect)
 
     def __call__(self, context: DefaultExecutionContext) -> int:
         """The column default: one value for the row being inserted."""
@@ -547,10 +501,14 @@ class BitReversedSequence(BitReversed, SequenceContract, PositionalDefault):
         try:
             return list(conn.scalars(build(self.sequence, self.batch_size)))
         except sa.exc.DBAPIError as exc:
-            if build is not _mariadb_block or not _no_sequence_engine(exc):
+            if not _no_sequence_engine(exc):
+                raise
+            from sqlalchemy_seqkeys.dialects import mysql  # MariaDB's: loaded already
+
+            if build is not mysql.sequence_block:
                 raise
             # A failed statement leaves a MariaDB transaction as it was.
-            state.build = build = _mariadb_recursive_block
+            state.build = build = mysql.sequence_block_without_sequence_engine
             return list(conn.scalars(build(self.sequence, self.batch_size)))
 
     def _new_counter(self) -> TableSequence:

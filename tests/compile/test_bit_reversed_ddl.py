@@ -11,8 +11,8 @@ from sqlalchemy.dialects import mssql, oracle, postgresql
 from sqlalchemy.schema import CreateSequence, DropSequence
 
 from sqlalchemy_seqkeys import BitReversedSequence, InvalidBitReversalError
-from sqlalchemy_seqkeys._dialect import bit_reversed_block
-from sqlalchemy_seqkeys.bitreverse import _BLOCK_STATEMENTS, _mariadb_recursive_block
+from sqlalchemy_seqkeys.dialects import facts
+from sqlalchemy_seqkeys.dialects.mysql import sequence_block_without_sequence_engine
 
 
 def spanner_dialect() -> Any:
@@ -125,20 +125,23 @@ BLOCKS = {
 @pytest.mark.parametrize("name", list(BLOCKS))
 def test_block_statements(name: str) -> None:
     dialect = DIALECTS[name]()
-    build = _BLOCK_STATEMENTS[bit_reversed_block(dialect)]
+    build = facts(dialect).sequence_block
+    assert build is not None
     statement = build(SEQUENCE.sequence, 7)
     assert " ".join(str(statement.compile(dialect=dialect)).split()) == BLOCKS[name]
 
 
 def test_oracle_and_sql_server_take_one_value_per_statement() -> None:
     # no block statement verified on them here: blocks are filled one value at a time
-    assert bit_reversed_block("oracle") is None
-    assert bit_reversed_block("mssql") is None
+    assert facts("oracle").sequence_block is None
+    assert facts("mssql").sequence_block is None
 
 
 def test_spanner_fetches_at_most_10000_per_statement() -> None:
     # the emulator refuses GENERATE_ARRAY past 16,000 elements
-    statement = _BLOCK_STATEMENTS[bit_reversed_block("spanner")](SEQUENCE.sequence, 2**20)
+    build = facts("spanner").sequence_block
+    assert build is not None
+    statement = build(SEQUENCE.sequence, 2**20)
     params = statement.compile(dialect=spanner_dialect()).params
     assert sorted(params.values()) == [1, 10_000]
 
@@ -146,13 +149,13 @@ def test_spanner_fetches_at_most_10000_per_statement() -> None:
 def test_mariadb_without_the_sequence_engine_and_a_schema() -> None:
     sequence = BitReversedSequence("order_id", schema="shop").sequence
     dialect = mariadb_dialect()
-    block = str(
-        _BLOCK_STATEMENTS[bit_reversed_block(dialect)](sequence, 7).compile(dialect=dialect)
-    )
+    build = facts(dialect).sequence_block
+    assert build is not None
+    block = str(build(sequence, 7).compile(dialect=dialect))
     assert " ".join(block.split()) == (
         "SELECT nextval(shop.order_id) AS next_value_1 FROM shop.seq_1_to_7"
     )
-    cte = str(_mariadb_recursive_block(sequence, 7).compile(dialect=dialect))
+    cte = str(sequence_block_without_sequence_engine(sequence, 7).compile(dialect=dialect))
     assert " ".join(cte.split()) == (
         "WITH RECURSIVE seqkeys_rows(i) AS (SELECT 1 AS i UNION ALL SELECT seqkeys_rows.i + 1 "
         "AS anon_1 FROM seqkeys_rows WHERE seqkeys_rows.i < 7) "
