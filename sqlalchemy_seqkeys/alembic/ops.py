@@ -184,38 +184,12 @@ class _SeqKeysOp(MigrateOperation):
         tests/compile/test_alembic_ops_signatures.py checks it against the fields.
         """
         method = cls.__dict__.get(cls.op_name)
-        if isinstance(method, classmethod):
-            return method
-        return _generated_op_method(cls)  # TRANSITIONAL: alembic/pooled_ops.py's two
-
-
-def _generated_op_method(cls: type[_SeqKeysOp]) -> classmethod[Any, Any, None]:
-    """TRANSITIONAL, for the operations of alembic/pooled_ops.py until they write theirs.
-
-    Compiled from the field names (as ``dataclasses`` compiles ``__init__``);
-    delete it once every operation class has its ``op_name`` classmethod.
-    """
-    names = [f.name for f in fields(cls) if f.init]
-    keyword_from = len(names) - len(cls.keyword_only)
-    signature = [*names[:keyword_from], *(["*"] if cls.keyword_only else [])]
-    signature += names[keyword_from:]
-    source = (
-        f"def {cls.op_name}(cls, operations, {', '.join(signature)}):\n"
-        f"    operations.invoke(cls({', '.join(names)}))\n"
-    )
-    namespace: dict[str, Any] = {}
-    exec(source, namespace)
-    method = namespace[cls.op_name]
-    defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
-    method.__defaults__ = tuple(defaults[n] for n in names[:keyword_from] if n in defaults)
-    method.__kwdefaults__ = {n: defaults[n] for n in names[keyword_from:]} or None
-    method.__annotations__ = {
-        "operations": "Operations",
-        **{f.name: f.type for f in fields(cls) if f.init},
-        "return": "None",
-    }
-    method.__qualname__ = f"{cls.__qualname__}.{cls.op_name}"
-    return classmethod(method)
+        if not isinstance(method, classmethod):  # pragma: no cover - a class written wrong
+            raise TypeError(
+                f"{cls.__name__} has no classmethod {cls.op_name}(cls, operations, ...): "
+                "write it in the class, as every operation class in alembic/ops.py does"
+            )
+        return method
 
 
 def register_operations() -> None:
