@@ -161,3 +161,20 @@ def test_mariadb_without_the_sequence_engine_and_a_schema() -> None:
         "AS anon_1 FROM seqkeys_rows WHERE seqkeys_rows.i < 7) "
         "SELECT nextval(shop.order_id) AS next_value_1 FROM seqkeys_rows"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "native"),
+    [("postgresql", True), ("mariadb", True), ("mysql", False), ("sqlite", False)],
+)
+def test_create_all_offline_creates_what_the_engine_will_use(name: str, native: bool) -> None:
+    # an offline mariadb:// dialect has not learned it has sequences yet: it is
+    # taken at its word, as the Alembic operations and PooledSequence take it
+    from tests.compile.test_pooled_ddl import ddl_of_create_all
+
+    metadata = sa.MetaData()
+    order_id = BitReversedSequence("order_id", start=1000, metadata=metadata)
+    sa.Table("orders", metadata, sa.Column("id", sa.BigInteger, default=order_id))
+    ddl = ddl_of_create_all(name, metadata)
+    assert ("CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1" in ddl) is native
+    assert any(s.startswith("INSERT INTO sequences ") for s in ddl) is not native
