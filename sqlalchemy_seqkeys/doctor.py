@@ -228,7 +228,9 @@ def _keys(metadata: sa.MetaData) -> list[_Key]:
 # -- running the checks ------------------------------------------------------------------
 
 
-class _Run:
+class _Context:
+    """What every check shares: the connection, the declared keys, the findings so far."""
+
     def __init__(self, conn: sa.Connection, metadata: sa.MetaData, url: str) -> None:
         self.conn = conn
         self.metadata = metadata
@@ -263,413 +265,452 @@ class _Run:
                     self.conn.commit()
             self.temporary.clear()
 
-    def run(self) -> DoctorReport:
-        for key in self.keys:
-            if _orders(key.strategy):
-                self.guarded("order", key.subject, functools.partial(self.order, key))
-        for key in self.keys:
-            if isinstance(key.strategy, TableSequence | PooledSequence):
-                self.guarded("behind", key.subject, functools.partial(self.behind, key))
-        for key in self.keys:
-            counter = _counter_of(key.strategy)
-            if counter is not None:
-                self.guarded("schema", key.subject, functools.partial(self.counter, counter))
-        self.guarded("schema", "worker leases", self.leases)
-        self.guarded("clock", "server", self.clock)
-        self.capabilities()
-        version = self.dialect.server_version_info
-        database = {
-            "url": self.url,
-            "dialect": self.dialect.name,
-            "server_version": ".".join(str(p) for p in version) if version else None,
-            "key_columns": [k.subject for k in self.keys],
-        }
-        return DoctorReport(database, tuple(self.findings))
-
-    # -- order -----------------------------------------------------------------------
-
-    def order(self, key: _Key) -> None:
-        strategy, column = key.strategy, key.column
-        if dialect_key(self.dialect) == "spanner":
-            self.add(
-                "order",
-                key.subject,
-                SKIPPED,
-                "Spanner: keys are meant to spread over its splits, not to follow time",
-            )
-            return
-        if isinstance(strategy, CombGuidDefault) and strategy.layout_for(self.dialect) is None:
-            self.add("order", key.subject, SKIPPED, "random keys here: no order is promised")
-            return
-        real = self.real_column(key)
-        if real is None:
-            return
-        name = self.dialect.identifier_preparer.quote(_ORDER_TABLE)
-        server_default: sa.ColumnElement[Any] | None = None
-        if isinstance(strategy, ServerUuid | ServerUuid7):
-            server_default = type(strategy)()  # checked against the real column's type
-        table = sa.Table(
-            _ORDER_TABLE,
-            sa.MetaData(),
-            sa.Column("n", sa.Integer, primary_key=True, autoincrement=False),
-            sa.Column(
-                "k",
-                real["type"],
-                nullable=False,
-                server_default=server_default,
-            ),
-            prefixes=["TEMPORARY"],
-        )
-        self.temporary.append(name)
-        table.create(self.conn)
-        if isinstance(strategy, ServerUuid | ServerUuid7):
-            rows = [{"n": n} for n in range(ORDER_SAMPLE)]
-            self.conn.execute(sa.insert(table), rows)
-        else:
-            mint = _minter(strategy, self.dialect)
-            # the declared type binds the keys: what the application sends
-            sent = sa.table(_ORDER_TABLE, sa.column("n"), sa.column("k", column.type))
-            minted = []
-            for n in range(ORDER_SAMPLE):
-                if n % _PER_MILLISECOND == 0:
-                    # over many milliseconds: whether a type reorders a key can
-                    # depend on its time bits (MariaDB's UUID swaps by version bits)
-                    time.sleep(0.001)
-                minted.append({"n": n, "k": mint()})
-            self.conn.execute(sa.insert(sent), minted)
-        back = list(self.conn.scalars(sa.select(table.c.n).order_by(table.c.k)))
-        misplaced = len(back) - _longest_increasing(back)
-        type_text = self.dialect.type_compiler_instance.process(real["type"])
-        details = {"sample": ORDER_SAMPLE, "out_of_order": misplaced, "type": type_text}
-        if misplaced:
-            self.add(
-                "order",
-                key.subject,
-                PROBLEM,
-                f"{misplaced} of {ORDER_SAMPLE} keys minted by {_name(strategy)} come back out "
-                f"of minting order from a {type_text} column: inserts land all over the index",
-                fix=_order_fix(strategy, type_text),
-                details=details,
-            )
-        else:
-            self.add(
-                "order",
-                key.subject,
-                OK,
-                f"{ORDER_SAMPLE} keys of {_name(strategy)} sort in minting order in {type_text}",
-                details=details,
-            )
-
-    def real_column(self, key: _Key) -> dict[str, Any] | None:
-        """The column as the database has it; None (and a problem) if it is missing."""
-        table = key.column.table
-        inspector = sa.inspect(self.conn)
-        if not inspector.has_table(table.name, schema=table.schema):
-            self.add(
-                "schema",
-                key.subject,
-                PROBLEM,
-                f"table {table.name!r} does not exist",
-                fix="run the migrations that create it (alembic upgrade head)",
-            )
-            return None
-        for reflected in inspector.get_columns(table.name, schema=table.schema):
-            if reflected["name"] == key.column.name:
-                return dict(reflected)
-        self.add(
-            "schema",
-            key.subject,
-            PROBLEM,
-            f"table {table.name!r} has no column {key.column.name!r}",
-            fix="run the migrations that add it (alembic upgrade head)",
-        )
-        return None
-
-    # -- sequences behind the data ---------------------------------------------------
-
-    def behind(self, key: _Key) -> None:
-        strategy = key.strategy
-        if isinstance(strategy, PooledSequence) and incrementing_sequences(self.dialect):
-            self.behind_native(key, strategy)
-            return
-        assert isinstance(strategy, TableSequence | PooledSequence)
-        name, table_name = strategy.name, strategy.table
-        try:
-            collation = inexact_collation(self.conn, table_name)
-            next_value = read_next_value(self.conn, name, table=table_name)
-        except SequencesTableNotFoundError:
-            self.add(
-                "schema",
-                f"table {table_name}",
-                PROBLEM,
-                f"the sequences table {table_name!r} does not exist",
-                fix=f"in a migration: op.create_sequences_table({table_name!r})",
-            )
-            return
-        if collation is not None:
-            self.add(
-                "schema",
-                f"table {table_name}",
-                PROBLEM,
-                f"the sequences table compares names case-insensitively ({collation})",
-                fix=f"in a migration: op.make_sequence_names_case_sensitive({table_name!r})",
-            )
-        largest = self.largest(key)
-        if next_value is None:
-            start = (largest or 0) + 1
-            self.add(
-                "schema",
-                f"sequence {name}",
-                PROBLEM,
-                f"the sequences table has no row for {name!r}",
-                fix=f"in a migration: op.create_pooled_sequence({name!r}, "
-                f"{strategy.allocation_size}, start={start})"
-                if isinstance(strategy, PooledSequence)
-                else f"in a migration: op.create_table_sequence({name!r}, start={start})",
-            )
-            return
-        table = key.column.table
-        details = {"next_value": next_value, "max_key": largest}
-        if largest is not None and next_value <= largest:
-            schema = f" --schema {table.schema}" if table.schema else ""
-            self.add(
-                "behind",
-                key.subject,
-                PROBLEM,
-                f"sequence {name!r} would hand out {next_value}, but the table already holds "
-                f"keys up to {largest}: inserts would collide",
-                fix=f"seqkeys resync --url {self.url} --sequence {name} --table {table.name} "
-                f"--column {key.column.name}{schema}"
-                + (f" --sequences-table {table_name}" if table_name != "sequences" else ""),
-                details=details,
-            )
-        else:
-            self.add(
-                "behind",
-                key.subject,
-                OK,
-                f"sequence {name!r} hands out {next_value} next, {_past(largest)}",
-                details=details,
-            )
-
-    def behind_native(self, key: _Key, pooled: PooledSequence) -> None:
-        found = read_sequence_catalog(self.conn, pooled.sequence)
-        name = pooled.name
-        if found is None:
-            self.add(
-                "schema",
-                f"sequence {name}",
-                PROBLEM,
-                f"there is no sequence {name!r}",
-                fix=f"in a migration: op.create_pooled_sequence({name!r}, "
-                f"{pooled.allocation_size})",
-            )
-            return
-        increment, cycles = found
-        sql_name = identifier_text(self.dialect, name, pooled.schema)
-        if increment != pooled.allocation_size or cycles:
-            why = (
-                f"INCREMENT BY {increment}, not the allocation size {pooled.allocation_size}"
-                if increment != pooled.allocation_size
-                else "CYCLE"
-            )
-            self.add(
-                "behind",
-                f"sequence {name}",
-                PROBLEM,
-                f"sequence {name!r} has {why}: its blocks would overlap other writers' keys",
-                fix=f"ALTER SEQUENCE {sql_name} INCREMENT BY {pooled.allocation_size}"
-                + (f" {_NO_CYCLE.get(family(self.dialect), 'NO CYCLE')}" if cycles else "")
-                + " "
-                f"(or declare PooledSequence({name!r}, batch_size={increment}))",
-                details={"increment": increment, "allocation_size": pooled.allocation_size},
-            )
-        next_value = _native_next(self.conn, pooled.sequence, increment)
-        largest = self.largest(key)
-        details = {"next_value": next_value, "max_key": largest}
-        if next_value is None:
-            self.add("behind", key.subject, SKIPPED, "the sequence's value cannot be read here")
-        elif largest is not None and next_value <= largest:
-            table = key.column.table
-            self.add(
-                "behind",
-                key.subject,
-                PROBLEM,
-                f"sequence {name!r} would start its next block at {next_value}, but the "
-                f"table already holds keys up to {largest}: inserts would collide",
-                fix=f"resync_pooled_sequence(engine, {name!r}, {table.name!r}, "
-                f"{key.column.name!r}) (Python; moves it past MAX, never back)",
-                details=details,
-            )
-        else:
-            self.add(
-                "behind",
-                key.subject,
-                OK,
-                f"sequence {name!r} starts its next block at {next_value}, {_past(largest)}",
-                details=details,
-            )
-
     def largest(self, key: _Key) -> int | None:
+        """The largest key the column's table holds (None: no rows)."""
         table = key.column.table
         source = sa.table(table.name, sa.column(key.column.name), schema=table.schema)
         value = self.conn.scalar(sa.select(sa.func.max(source.c[key.column.name])))
         return None if value is None else int(value)
 
-    # -- bit-reversed keys' counters ------------------------------------------------
+    def database(self) -> dict[str, Any]:
+        """The ``database`` part of the report."""
+        version = self.dialect.server_version_info
+        return {
+            "url": self.url,
+            "dialect": self.dialect.name,
+            "server_version": ".".join(str(p) for p in version) if version else None,
+            "key_columns": [k.subject for k in self.keys],
+        }
 
-    def counter(self, counter: BitReversedSequence | TableSequence | sa.Sequence) -> None:
-        """A bit-reversed key's counter exists: its native sequence, or its row."""
-        name = counter.name
-        subject = f"sequence {name}"
-        native = isinstance(counter, sa.Sequence) or (
-            isinstance(counter, BitReversedSequence) and has_sequences(self.dialect)
+
+def _run(conn: sa.Connection, metadata: sa.MetaData, url: str) -> DoctorReport:
+    """Every check, family by family, each in a transaction of its own."""
+    ctx = _Context(conn, metadata, url)
+    for key in ctx.keys:
+        if _orders(key.strategy):
+            ctx.guarded("order", key.subject, functools.partial(_check_order, ctx, key))
+    for key in ctx.keys:
+        if isinstance(key.strategy, TableSequence | PooledSequence):
+            ctx.guarded("behind", key.subject, functools.partial(_check_behind, ctx, key))
+    for key in ctx.keys:
+        counter = _counter_of(key.strategy)
+        if counter is not None:
+            ctx.guarded("schema", key.subject, functools.partial(_check_counter, ctx, counter))
+    ctx.guarded("schema", "worker leases", functools.partial(_check_leases, ctx))
+    ctx.guarded("clock", "server", functools.partial(_check_clock, ctx))
+    _check_capabilities(ctx)
+    return DoctorReport(ctx.database(), tuple(ctx.findings))
+
+
+# -- order -------------------------------------------------------------------------------
+
+
+def _check_order(ctx: _Context, key: _Key) -> None:
+    """The column's real type keeps the keys its default mints in minting order."""
+    strategy = key.strategy
+    if dialect_key(ctx.dialect) == "spanner":
+        ctx.add(
+            "order",
+            key.subject,
+            SKIPPED,
+            "Spanner: keys are meant to spread over its splits, not to follow time",
         )
-        if native:
-            schema = getattr(counter, "schema", None)
-            exists = name in sa.inspect(self.conn).get_sequence_names(schema=schema)
+        return
+    if isinstance(strategy, CombGuidDefault) and strategy.layout_for(ctx.dialect) is None:
+        ctx.add("order", key.subject, SKIPPED, "random keys here: no order is promised")
+        return
+    real = _real_column(ctx, key)
+    if real is None:
+        return
+    back = _sorted_sample(ctx, key, real["type"])
+    misplaced = len(back) - _longest_increasing(back)
+    type_text = ctx.dialect.type_compiler_instance.process(real["type"])
+    details = {"sample": ORDER_SAMPLE, "out_of_order": misplaced, "type": type_text}
+    if misplaced:
+        ctx.add(
+            "order",
+            key.subject,
+            PROBLEM,
+            f"{misplaced} of {ORDER_SAMPLE} keys minted by {_name(strategy)} come back out "
+            f"of minting order from a {type_text} column: inserts land all over the index",
+            fix=_order_fix(strategy, type_text),
+            details=details,
+        )
+    else:
+        ctx.add(
+            "order",
+            key.subject,
+            OK,
+            f"{ORDER_SAMPLE} keys of {_name(strategy)} sort in minting order in {type_text}",
+            details=details,
+        )
+
+
+def _sorted_sample(ctx: _Context, key: _Key, real_type: Any) -> list[int]:
+    """Mint the sample into a temporary table of the real type; its minting numbers by key."""
+    strategy = key.strategy
+    server_default: sa.ColumnElement[Any] | None = None
+    if isinstance(strategy, ServerUuid | ServerUuid7):
+        server_default = type(strategy)()  # checked against the real column's type
+    table = sa.Table(
+        _ORDER_TABLE,
+        sa.MetaData(),
+        sa.Column("n", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("k", real_type, nullable=False, server_default=server_default),
+        prefixes=["TEMPORARY"],
+    )
+    ctx.temporary.append(ctx.dialect.identifier_preparer.quote(_ORDER_TABLE))
+    table.create(ctx.conn)
+    if isinstance(strategy, ServerUuid | ServerUuid7):
+        ctx.conn.execute(sa.insert(table), [{"n": n} for n in range(ORDER_SAMPLE)])
+    else:
+        mint = _minter(strategy, ctx.dialect)
+        # the declared type binds the keys: what the application sends
+        sent = sa.table(_ORDER_TABLE, sa.column("n"), sa.column("k", key.column.type))
+        minted = []
+        for n in range(ORDER_SAMPLE):
+            if n % _PER_MILLISECOND == 0:
+                # over many milliseconds: whether a type reorders a key can
+                # depend on its time bits (MariaDB's UUID swaps by version bits)
+                time.sleep(0.001)
+            minted.append({"n": n, "k": mint()})
+        ctx.conn.execute(sa.insert(sent), minted)
+    return list(ctx.conn.scalars(sa.select(table.c.n).order_by(table.c.k)))
+
+
+def _real_column(ctx: _Context, key: _Key) -> dict[str, Any] | None:
+    """The column as the database has it; None (and a problem) if it is missing."""
+    table = key.column.table
+    inspector = sa.inspect(ctx.conn)
+    if not inspector.has_table(table.name, schema=table.schema):
+        ctx.add(
+            "schema",
+            key.subject,
+            PROBLEM,
+            f"table {table.name!r} does not exist",
+            fix="run the migrations that create it (alembic upgrade head)",
+        )
+        return None
+    for reflected in inspector.get_columns(table.name, schema=table.schema):
+        if reflected["name"] == key.column.name:
+            return dict(reflected)
+    ctx.add(
+        "schema",
+        key.subject,
+        PROBLEM,
+        f"table {table.name!r} has no column {key.column.name!r}",
+        fix="run the migrations that add it (alembic upgrade head)",
+    )
+    return None
+
+
+# -- sequences behind the data -----------------------------------------------------------
+
+
+def _check_behind(ctx: _Context, key: _Key) -> None:
+    """The key's sequence hands out values past the largest key its table holds."""
+    strategy = key.strategy
+    if isinstance(strategy, PooledSequence) and incrementing_sequences(ctx.dialect):
+        _behind_native(ctx, key, strategy)
+        return
+    assert isinstance(strategy, TableSequence | PooledSequence)
+    name, table_name = strategy.name, strategy.table
+    try:
+        collation = inexact_collation(ctx.conn, table_name)
+        next_value = read_next_value(ctx.conn, name, table=table_name)
+    except SequencesTableNotFoundError:
+        ctx.add(
+            "schema",
+            f"table {table_name}",
+            PROBLEM,
+            f"the sequences table {table_name!r} does not exist",
+            fix=f"in a migration: op.create_sequences_table({table_name!r})",
+        )
+        return
+    if collation is not None:
+        ctx.add(
+            "schema",
+            f"table {table_name}",
+            PROBLEM,
+            f"the sequences table compares names case-insensitively ({collation})",
+            fix=f"in a migration: op.make_sequence_names_case_sensitive({table_name!r})",
+        )
+    largest = ctx.largest(key)
+    if next_value is None:
+        start = (largest or 0) + 1
+        ctx.add(
+            "schema",
+            f"sequence {name}",
+            PROBLEM,
+            f"the sequences table has no row for {name!r}",
+            fix=f"in a migration: op.create_pooled_sequence({name!r}, "
+            f"{strategy.allocation_size}, start={start})"
+            if isinstance(strategy, PooledSequence)
+            else f"in a migration: op.create_table_sequence({name!r}, start={start})",
+        )
+        return
+    table = key.column.table
+    schema = f" --schema {table.schema}" if table.schema else ""
+    _report_behind(
+        ctx,
+        key,
+        next_value,
+        largest,
+        problem=f"sequence {name!r} would hand out {next_value}",
+        fix=f"seqkeys resync --url {ctx.url} --sequence {name} --table {table.name} "
+        f"--column {key.column.name}{schema}"
+        + (f" --sequences-table {table_name}" if table_name != "sequences" else ""),
+        ok=f"sequence {name!r} hands out {next_value} next",
+    )
+
+
+def _behind_native(ctx: _Context, key: _Key, pooled: PooledSequence) -> None:
+    """A pooled native sequence: its INCREMENT BY and CYCLE, then its next block."""
+    found = read_sequence_catalog(ctx.conn, pooled.sequence)
+    name = pooled.name
+    if found is None:
+        ctx.add(
+            "schema",
+            f"sequence {name}",
+            PROBLEM,
+            f"there is no sequence {name!r}",
+            fix=f"in a migration: op.create_pooled_sequence({name!r}, {pooled.allocation_size})",
+        )
+        return
+    increment, cycles = found
+    if increment != pooled.allocation_size or cycles:
+        _report_increment(ctx, pooled, increment, cycles)
+    next_value = _native_next(ctx.conn, pooled.sequence, increment)
+    largest = ctx.largest(key)
+    if next_value is None:
+        ctx.add("behind", key.subject, SKIPPED, "the sequence's value cannot be read here")
+        return
+    table = key.column.table
+    _report_behind(
+        ctx,
+        key,
+        next_value,
+        largest,
+        problem=f"sequence {name!r} would start its next block at {next_value}",
+        fix=f"resync_pooled_sequence(engine, {name!r}, {table.name!r}, "
+        f"{key.column.name!r}) (Python; moves it past MAX, never back)",
+        ok=f"sequence {name!r} starts its next block at {next_value}",
+    )
+
+
+def _report_increment(ctx: _Context, pooled: PooledSequence, increment: int, cycles: bool) -> None:
+    """A native sequence whose blocks overlap: INCREMENT BY not the allocation size, or CYCLE."""
+    name = pooled.name
+    sql_name = identifier_text(ctx.dialect, name, pooled.schema)
+    why = (
+        f"INCREMENT BY {increment}, not the allocation size {pooled.allocation_size}"
+        if increment != pooled.allocation_size
+        else "CYCLE"
+    )
+    ctx.add(
+        "behind",
+        f"sequence {name}",
+        PROBLEM,
+        f"sequence {name!r} has {why}: its blocks would overlap other writers' keys",
+        fix=f"ALTER SEQUENCE {sql_name} INCREMENT BY {pooled.allocation_size}"
+        + (f" {_NO_CYCLE.get(family(ctx.dialect), 'NO CYCLE')}" if cycles else "")
+        + " "
+        f"(or declare PooledSequence({name!r}, batch_size={increment}))",
+        details={"increment": increment, "allocation_size": pooled.allocation_size},
+    )
+
+
+def _report_behind(
+    ctx: _Context,
+    key: _Key,
+    next_value: int,
+    largest: int | None,
+    *,
+    problem: str,
+    fix: str,
+    ok: str,
+) -> None:
+    """A problem when the next value is at or below the largest key, else ok."""
+    details = {"next_value": next_value, "max_key": largest}
+    if largest is not None and next_value <= largest:
+        ctx.add(
+            "behind",
+            key.subject,
+            PROBLEM,
+            f"{problem}, but the table already holds keys up to {largest}: inserts would collide",
+            fix=fix,
+            details=details,
+        )
+    else:
+        ctx.add("behind", key.subject, OK, f"{ok}, {_past(largest)}", details=details)
+
+
+# -- schema: bit-reversed keys' counters, worker-lease tables ----------------------------
+
+
+def _check_counter(
+    ctx: _Context, counter: BitReversedSequence | TableSequence | sa.Sequence
+) -> None:
+    """A bit-reversed key's counter exists: its native sequence, or its row."""
+    name = counter.name
+    subject = f"sequence {name}"
+    native = isinstance(counter, sa.Sequence) or (
+        isinstance(counter, BitReversedSequence) and has_sequences(ctx.dialect)
+    )
+    if native:
+        schema = getattr(counter, "schema", None)
+        exists = name in sa.inspect(ctx.conn).get_sequence_names(schema=schema)
+        fix = f"in a migration: op.create_bit_reversed_sequence({name!r})"
+    else:
+        assert not isinstance(counter, sa.Sequence)  # a Sequence counts as native
+        table = counter.table
+        try:
+            exists = read_next_value(ctx.conn, name, table=table) is not None
+        except SequencesTableNotFoundError:
+            exists = False
+        fix = f"in a migration: op.create_table_sequence({name!r})"
+        if isinstance(counter, BitReversedSequence):
             fix = f"in a migration: op.create_bit_reversed_sequence({name!r})"
-        else:
-            assert not isinstance(counter, sa.Sequence)  # a Sequence counts as native
-            table = counter.table
-            try:
-                exists = read_next_value(self.conn, name, table=table) is not None
-            except SequencesTableNotFoundError:
-                exists = False
-            fix = f"in a migration: op.create_table_sequence({name!r})"
-            if isinstance(counter, BitReversedSequence):
-                fix = f"in a migration: op.create_bit_reversed_sequence({name!r})"
-        if exists:
-            self.add("schema", subject, OK, f"the bit-reversed key's counter {name!r} exists")
-        else:
-            self.add(
+    if exists:
+        ctx.add("schema", subject, OK, f"the bit-reversed key's counter {name!r} exists")
+    else:
+        ctx.add(
+            "schema",
+            subject,
+            PROBLEM,
+            f"the bit-reversed key's counter {name!r} does not exist: inserts would fail",
+            fix=fix,
+        )
+
+
+def _lease_tables(ctx: _Context) -> dict[str, float | None]:
+    """Lease table name -> the smallest max_skew of the leases using it (None: unknown)."""
+    found: dict[str, float | None] = {}
+    for table in ctx.metadata.tables.values():
+        if table.info.get("seqkeys") == "workers":
+            found.setdefault(table.name, None)
+    for key in ctx.keys:
+        lease = getattr(key.strategy, "lease", None)
+        lease_table = getattr(lease, "table", None)
+        if isinstance(lease_table, sa.Table):
+            skew = float(getattr(lease, "max_skew", 0.0))
+            old = found.get(lease_table.name)
+            found[lease_table.name] = skew if old is None else min(old, skew)
+    return found
+
+
+def _check_leases(ctx: _Context) -> None:
+    """Each worker-lease table exists and has its ``high_water_ms`` column."""
+    inspector = sa.inspect(ctx.conn)
+    for name in sorted(_lease_tables(ctx)):
+        subject = f"table {name}"
+        if not inspector.has_table(name):
+            ctx.add(
                 "schema",
                 subject,
                 PROBLEM,
-                f"the bit-reversed key's counter {name!r} does not exist: inserts would fail",
-                fix=fix,
+                f"the worker-lease table {name!r} does not exist",
+                fix=f"in a migration: op.create_worker_lease_table({name!r})",
             )
-
-    # -- worker leases, clock --------------------------------------------------------
-
-    def lease_tables(self) -> dict[str, float | None]:
-        """Lease table name -> the smallest max_skew of the leases using it (None: unknown)."""
-        found: dict[str, float | None] = {}
-        for table in self.metadata.tables.values():
-            if table.info.get("seqkeys") == "workers":
-                found.setdefault(table.name, None)
-        for key in self.keys:
-            lease = getattr(key.strategy, "lease", None)
-            lease_table = getattr(lease, "table", None)
-            if isinstance(lease_table, sa.Table):
-                skew = float(getattr(lease, "max_skew", 0.0))
-                old = found.get(lease_table.name)
-                found[lease_table.name] = skew if old is None else min(old, skew)
-        return found
-
-    def leases(self) -> None:
-        inspector = sa.inspect(self.conn)
-        for name in sorted(self.lease_tables()):
-            subject = f"table {name}"
-            if not inspector.has_table(name):
-                self.add(
-                    "schema",
-                    subject,
-                    PROBLEM,
-                    f"the worker-lease table {name!r} does not exist",
-                    fix=f"in a migration: op.create_worker_lease_table({name!r})",
-                )
-            elif MARK_COLUMN not in {c["name"] for c in inspector.get_columns(name)}:
-                self.add(
-                    "schema",
-                    subject,
-                    PROBLEM,
-                    f"the worker-lease table {name!r} has no {MARK_COLUMN} column (version 0.1): "
-                    "leases refuse it",
-                    fix=f"in a migration: op.upgrade_worker_lease_table({name!r})",
-                )
-            else:
-                self.add("schema", subject, OK, "the worker-lease table is current")
-
-    def clock(self) -> None:
-        query = sa.text(f"SELECT {facts(self.dialect).now_ms_sql}")
-        before = time.time_ns()
-        server_ms = int(self.conn.scalar(query))
-        after = time.time_ns()
-        host_ms = (before + after) // 2_000_000
-        skew = (server_ms - host_ms) / 1000
-        uncertainty = (after - before) / 2e9
-        limits = [s for s in self.lease_tables().values() if s is not None]
-        details = {"skew_s": round(skew, 3), "uncertainty_s": round(uncertainty, 3)}
-        if not limits:
-            self.add(
-                "clock",
-                "server",
-                INFO,
-                f"the server's clock is {skew:+.3f} s from this host's (no worker lease here)",
-                details=details,
-            )
-            return
-        limit = min(limits)
-        details["max_skew_s"] = limit
-        if abs(skew) > limit + uncertainty:
-            self.add(
-                "clock",
-                "server",
+        elif MARK_COLUMN not in {c["name"] for c in inspector.get_columns(name)}:
+            ctx.add(
+                "schema",
+                subject,
                 PROBLEM,
-                f"the server's clock is {skew:+.3f} s from this host's, beyond the lease's "
-                f"max_skew={limit:g} s: the lease refuses to start",
-                fix="fix the clocks (NTP), or raise WorkerLease(max_skew=...)",
-                details=details,
+                f"the worker-lease table {name!r} has no {MARK_COLUMN} column (version 0.1): "
+                "leases refuse it",
+                fix=f"in a migration: op.upgrade_worker_lease_table({name!r})",
             )
         else:
-            self.add(
-                "clock",
-                "server",
-                OK,
-                f"the server's clock is {skew:+.3f} s from this host's, within the lease's "
-                f"max_skew={limit:g} s",
-                details=details,
-            )
+            ctx.add("schema", subject, OK, "the worker-lease table is current")
 
-    # -- capabilities ----------------------------------------------------------------
 
-    def capabilities(self) -> None:
-        dialect = self.dialect
-        returning = bool(dialect.insert_returning)
-        self.add(
-            "capabilities",
-            "RETURNING",
+# -- clock -------------------------------------------------------------------------------
+
+
+def _check_clock(ctx: _Context) -> None:
+    """This host's clock against the server's, beside the leases' ``max_skew``."""
+    query = sa.text(f"SELECT {facts(ctx.dialect).now_ms_sql}")
+    before = time.time_ns()
+    server_ms = int(ctx.conn.scalar(query))
+    after = time.time_ns()
+    host_ms = (before + after) // 2_000_000
+    skew = (server_ms - host_ms) / 1000
+    uncertainty = (after - before) / 2e9
+    limits = [s for s in _lease_tables(ctx).values() if s is not None]
+    details = {"skew_s": round(skew, 3), "uncertainty_s": round(uncertainty, 3)}
+    if not limits:
+        ctx.add(
+            "clock",
+            "server",
             INFO,
-            "INSERT .. RETURNING: the ORM reads server-made keys back with the insert"
-            if returning
-            else "no INSERT .. RETURNING: the ORM cannot read a key the server mints",
-            details={"returning": returning},
+            f"the server's clock is {skew:+.3f} s from this host's (no worker lease here)",
+            details=details,
         )
-        native = _compiles(ServerUuid7(), dialect)
-        self.add(
-            "capabilities",
-            "UUIDv7",
-            INFO,
-            f"the server mints UUIDv7: {native}" if native else "the server has no UUIDv7 function",
-            details={"uuidv7": native},
+        return
+    limit = min(limits)
+    details["max_skew_s"] = limit
+    if abs(skew) > limit + uncertainty:
+        ctx.add(
+            "clock",
+            "server",
+            PROBLEM,
+            f"the server's clock is {skew:+.3f} s from this host's, beyond the lease's "
+            f"max_skew={limit:g} s: the lease refuses to start",
+            fix="fix the clocks (NTP), or raise WorkerLease(max_skew=...)",
+            details=details,
         )
-        server = _compiles(ServerUuid(), dialect) if returning else None
-        client_guids = [
-            k.subject
-            for k in self.keys
-            if isinstance(k.strategy, CombGuidDefault) or k.strategy is new_uuid7
-        ]
-        if server and client_guids:
-            message = (
-                f"server_uuid() is available here ({server}): the server could mint the keys of "
-                f"{', '.join(client_guids)} (see choosing.md, Server-minted keys)"
-            )
-        elif server:
-            message = f"server_uuid() is available here ({server})"
-        else:
-            message = "server_uuid() is not available here: keys are minted on the client"
-        self.add("capabilities", "server_uuid()", INFO, message, details={"server_uuid": server})
+    else:
+        ctx.add(
+            "clock",
+            "server",
+            OK,
+            f"the server's clock is {skew:+.3f} s from this host's, within the lease's "
+            f"max_skew={limit:g} s",
+            details=details,
+        )
+
+
+# -- capabilities ------------------------------------------------------------------------
+
+
+def _check_capabilities(ctx: _Context) -> None:
+    """What the server offers: RETURNING, a UUIDv7 function, ``server_uuid()``."""
+    dialect = ctx.dialect
+    returning = bool(dialect.insert_returning)
+    ctx.add(
+        "capabilities",
+        "RETURNING",
+        INFO,
+        "INSERT .. RETURNING: the ORM reads server-made keys back with the insert"
+        if returning
+        else "no INSERT .. RETURNING: the ORM cannot read a key the server mints",
+        details={"returning": returning},
+    )
+    native = _compiles(ServerUuid7(), dialect)
+    ctx.add(
+        "capabilities",
+        "UUIDv7",
+        INFO,
+        f"the server mints UUIDv7: {native}" if native else "the server has no UUIDv7 function",
+        details={"uuidv7": native},
+    )
+    server = _compiles(ServerUuid(), dialect) if returning else None
+    client_guids = [
+        k.subject
+        for k in ctx.keys
+        if isinstance(k.strategy, CombGuidDefault) or k.strategy is new_uuid7
+    ]
+    if server and client_guids:
+        message = (
+            f"server_uuid() is available here ({server}): the server could mint the keys of "
+            f"{', '.join(client_guids)} (see choosing.md, Server-minted keys)"
+        )
+    elif server:
+        message = f"server_uuid() is available here ({server})"
+    else:
+        message = "server_uuid() is not available here: keys are minted on the client"
+    ctx.add("capabilities", "server_uuid()", INFO, message, details={"server_uuid": server})
 
 
 def _counter_of(strategy: object) -> BitReversedSequence | TableSequence | sa.Sequence | None:
@@ -750,7 +791,7 @@ def _check(conn: sa.Connection, metadata: sa.MetaData, url: str) -> DoctorReport
         raise SeqKeysError(
             f"doctor() takes a MetaData (e.g. Base.metadata), not {type(metadata).__name__}"
         )
-    return _Run(conn, metadata, url).run()
+    return _run(conn, metadata, url)
 
 
 def doctor(bind: sa.Engine | sa.Connection, metadata: sa.MetaData) -> DoctorReport:
