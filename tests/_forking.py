@@ -84,10 +84,15 @@ int seqkeys_fork_from_c(long busy_us, int after_fork_child) {
     clock_gettime(CLOCK_MONOTONIC, &a);
     do clock_gettime(CLOCK_MONOTONIC, &b);
     while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < busy_us);
+    /* what uWSGI's py-call-uwsgi-fork-hooks does: PyOS_AfterFork_Child() releases
+       what PyOS_BeforeFork() took (Python 3.13 aborts the child without it) */
+    if (after_fork_child) PyOS_BeforeFork();
     pid_t pid = fork();
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* a child never outlives the test process */
         if (after_fork_child) PyOS_AfterFork_Child();
+    } else if (after_fork_child) {
+        PyOS_AfterFork_Parent();
     }
     return (int)pid;
 }

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import PooledSequence
-from tests._forking import libc_fork as _libc_fork
+from tests._forking import libc_fork_when_quiet as _libc_fork
 from tests._forking import no_stragglers  # noqa: F401 - a fixture
 from tests._helpers import in_forked_child
 

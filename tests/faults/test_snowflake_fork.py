@@ -12,6 +12,7 @@ generators bound to one lease, must lease exactly one worker id.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import threading
 import time
@@ -218,7 +219,10 @@ def test_a_child_of_an_asyncio_lease_refuses_until_bound_to_its_own(
             await engine.dispose()
             return minted
 
-        minted = asyncio.run(own_lease())
+        # a libc-forked child still sees the parent's loop as running in this thread
+        # (os.fork() resets that, libc's fork() does not): a loop of its own, elsewhere
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            minted = pool.submit(asyncio.run, own_lease()).result()
         return refusal + "\n" + " ".join(map(str, minted))
 
     async def main() -> tuple[int, str]:
