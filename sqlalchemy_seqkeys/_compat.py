@@ -1,6 +1,6 @@
 """Every use of a private name of SQLAlchemy, Alembic or sqlalchemy-spanner, in one place.
 
-Tested on SQLAlchemy 2.0.52 to 2.1.x, Alembic 1.20.1 and newer, and
+Tested on SQLAlchemy 2.0.56 to 2.1.x, Alembic 1.20.1 and newer, and
 sqlalchemy-spanner 1.15 and newer (the suite's lowest and newest sets,
 ``noxfile.py``). When a release renames one of these, this module is the one
 that changes; nothing else in the package touches another library's
