@@ -18,9 +18,18 @@ import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import NamedTuple
 
+from ._layout_presets import (
+    DEFAULT_EPOCH,
+    DISCORD_EPOCH,
+    INSTAGRAM_EPOCH,
+    JS_SAFE_EPOCH,
+    SONYFLAKE_EPOCH,
+    UTC,
+    LayoutPresets,
+)
 from ._validate import check_aware, check_flag, check_int
 from .errors import InvalidSnowflakeError, ShortLifeWarning, TimestampOutOfRangeError
 
@@ -33,19 +42,6 @@ __all__ = [
     "DecodedSnowflake",
     "SnowflakeLayout",
 ]
-
-UTC = timezone.utc
-_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-#: Twitter's snowflake epoch, 1288834974657 ms after the Unix epoch.
-DEFAULT_EPOCH = datetime(2010, 11, 4, 1, 42, 54, 657000, tzinfo=UTC)
-#: Sonyflake's default start time (2014-09-01 UTC; sonyflake v2 defaults to 2025-01-01).
-SONYFLAKE_EPOCH = datetime(2014, 9, 1, tzinfo=UTC)
-#: Discord's epoch, the first millisecond of 2015 (1420070400000 ms after the Unix epoch).
-DISCORD_EPOCH = datetime(2015, 1, 1, tzinfo=UTC)
-#: Instagram's custom epoch, ``our_epoch bigint := 1314220021721`` in their ``next_id()``.
-INSTAGRAM_EPOCH = _UNIX_EPOCH + timedelta(milliseconds=1314220021721)
-#: The epoch of :meth:`SnowflakeLayout.js_safe`: 2025-01-01 UTC.
-JS_SAFE_EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
 
 _FIELDS = ("timestamp", "worker", "sequence")
 _TEN_YEARS = timedelta(days=3652)
@@ -64,8 +60,120 @@ def _outside_stacklevel() -> int:
     return level
 
 
+# SnowflakeLayout.__post_init__'s checks, in the order it runs them: sizes, order,
+# worker parts, time, life.
+
+
+def _check_sizes(layout: SnowflakeLayout) -> None:
+    for name in ("timestamp_bits", "worker_bits", "sequence_bits"):
+        check_int(getattr(layout, name), name, InvalidSnowflakeError, min=0)
+    if layout.timestamp_bits < 1:
+        raise InvalidSnowflakeError("timestamp_bits must be at least 1")
+    check_flag(layout.unsigned, "unsigned", InvalidSnowflakeError)
+    total = layout.timestamp_bits + layout.worker_bits + layout.sequence_bits
+    if total > 64:
+        raise InvalidSnowflakeError(
+            f"the layout needs {total} bits, but a snowflake id has 64 at most (63 for "
+            "a signed BIGINT); take bits from one of the fields"
+        )
+
+
+def _check_time(layout: SnowflakeLayout) -> None:
+    check_aware(layout.epoch, "epoch", InvalidSnowflakeError)
+    check_flag(layout.allow_short_life, "allow_short_life", InvalidSnowflakeError)
+    if not isinstance(layout.time_unit, timedelta) or layout.time_unit <= timedelta(0):
+        raise InvalidSnowflakeError(
+            f"time_unit must be a positive timedelta, not {layout.time_unit!r}"
+        )
+    if layout.time_unit % timedelta(microseconds=1):
+        raise InvalidSnowflakeError("time_unit must be a whole number of microseconds")
+    try:
+        layout.exhausts_at  # noqa: B018 - a datetime must hold it
+    except OverflowError:
+        raise InvalidSnowflakeError(
+            f"this layout's timestamp field ({layout.timestamp_bits} bits of "
+            f"{layout.time_unit}) runs past the year 9999, which a datetime cannot hold; "
+            "use fewer timestamp bits (give them to the worker or sequence fields)"
+        ) from None
+
+
+def _checked_order(order: object) -> tuple[str, ...]:
+    wanted = "a permutation of ('timestamp', 'worker', 'sequence') starting with 'timestamp'"
+    if isinstance(order, str) or not isinstance(order, Sequence):
+        raise InvalidSnowflakeError(f"order must be {wanted}, not {order!r}")
+    checked = tuple(order)
+    if sorted(map(str, checked)) != sorted(_FIELDS) or len(checked) != 3:
+        raise InvalidSnowflakeError(f"order must be {wanted}, not {order!r}")
+    if checked[0] != "timestamp":
+        raise InvalidSnowflakeError(
+            f"order must start with 'timestamp', not {checked[0]!r}: ids must sort by "
+            "time, and a 64-bit layout in a signed BIGINT gives up a timestamp bit"
+        )
+    return checked
+
+
+def _checked_parts(parts: object, worker_bits: int) -> tuple[tuple[str, int], ...]:
+    hint = "pairs of (name, bits), e.g. (('worker', 5), ('process', 5))"
+    if isinstance(parts, str) or not isinstance(parts, Sequence):
+        raise InvalidSnowflakeError(f"worker_parts must be {hint}, not {parts!r}")
+    checked: list[tuple[str, int]] = []
+    for part in parts:
+        if isinstance(part, str) or not isinstance(part, Sequence) or len(part) != 2:
+            raise InvalidSnowflakeError(f"worker_parts must be {hint}, not {parts!r}")
+        name, bits = part
+        if not isinstance(name, str) or not name.isidentifier():
+            raise InvalidSnowflakeError(f"a worker part's name must be an identifier, not {name!r}")
+        if name in ("ticks", "sequence", "worker_id") or name in dict(checked):
+            raise InvalidSnowflakeError(
+                f"worker part {name!r} is used twice or names another field; rename it"
+            )
+        checked.append((name, check_int(bits, f"bits of {name!r}", InvalidSnowflakeError, min=1)))
+    total = sum(bits for _, bits in checked)
+    if checked and total != worker_bits:
+        raise InvalidSnowflakeError(
+            f"worker_parts take {total} bits, but the worker field has {worker_bits}; "
+            "they must fill it"
+        )
+    return tuple(checked)
+
+
+def _check_life(layout: SnowflakeLayout) -> None:
+    now = datetime.now(UTC)
+    if layout.exhausts_at <= now:
+        raise InvalidSnowflakeError(
+            f"this layout's timestamp field ran out at {layout.exhausts_at.isoformat()}: "
+            "it has no tick left to mint with. Add timestamp bits, use a later epoch "
+            "or a longer time_unit"
+        )
+    left = layout.exhausts_at - now
+    if left < _TEN_YEARS and not layout.allow_short_life:
+        warnings.warn(
+            f"this layout's timestamp field runs out at {layout.exhausts_at.isoformat()}, "
+            f"{left.days} days from now; add timestamp bits, use a later epoch or a "
+            "longer time_unit, or pass allow_short_life=True",
+            ShortLifeWarning,
+            stacklevel=_outside_stacklevel(),
+        )
+
+
+def _worker_of(worker_parts: tuple[tuple[str, int], ...], parts: dict[str, int]) -> int:
+    # SnowflakeLayout.worker_of: the named parts, each in its bits, from the top.
+    names = [name for name, _ in worker_parts]
+    if not names:
+        raise InvalidSnowflakeError(
+            "this layout names no worker_parts; pass its worker id as an int"
+        )
+    if sorted(parts) != sorted(names):
+        raise InvalidSnowflakeError(f"worker_of() takes the parts {names}, not {sorted(parts)}")
+    worker_id = 0
+    for name, bits in worker_parts:
+        value = check_int(parts[name], name, InvalidSnowflakeError, min=0, max=(1 << bits) - 1)
+        worker_id = (worker_id << bits) | value
+    return worker_id
+
+
 @dataclass(frozen=True)
-class SnowflakeLayout:
+class SnowflakeLayout(LayoutPresets):
     """Where the fields of a snowflake id sit; validated on construction.
 
     The timestamp is the top field (ids sort by time); ``order`` says whether
@@ -116,97 +224,13 @@ class SnowflakeLayout:
     unsigned: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("timestamp_bits", "worker_bits", "sequence_bits"):
-            check_int(getattr(self, name), name, InvalidSnowflakeError, min=0)
-        if self.timestamp_bits < 1:
-            raise InvalidSnowflakeError("timestamp_bits must be at least 1")
-        check_flag(self.unsigned, "unsigned", InvalidSnowflakeError)
-        total = self.timestamp_bits + self.worker_bits + self.sequence_bits
-        if total > 64:
-            raise InvalidSnowflakeError(
-                f"the layout needs {total} bits, but a snowflake id has 64 at most (63 for "
-                "a signed BIGINT); take bits from one of the fields"
-            )
-        object.__setattr__(self, "order", self._checked_order(self.order))
-        object.__setattr__(self, "worker_parts", self._checked_parts(self.worker_parts))
-        check_aware(self.epoch, "epoch", InvalidSnowflakeError)
-        check_flag(self.allow_short_life, "allow_short_life", InvalidSnowflakeError)
-        if not isinstance(self.time_unit, timedelta) or self.time_unit <= timedelta(0):
-            raise InvalidSnowflakeError(
-                f"time_unit must be a positive timedelta, not {self.time_unit!r}"
-            )
-        if self.time_unit % timedelta(microseconds=1):
-            raise InvalidSnowflakeError("time_unit must be a whole number of microseconds")
-        try:
-            self.exhausts_at  # noqa: B018 - a datetime must hold it
-        except OverflowError:
-            raise InvalidSnowflakeError(
-                f"this layout's timestamp field ({self.timestamp_bits} bits of "
-                f"{self.time_unit}) runs past the year 9999, which a datetime cannot hold; "
-                "use fewer timestamp bits (give them to the worker or sequence fields)"
-            ) from None
-        self._check_life()
-
-    @staticmethod
-    def _checked_order(order: object) -> tuple[str, ...]:
-        wanted = "a permutation of ('timestamp', 'worker', 'sequence') starting with 'timestamp'"
-        if isinstance(order, str) or not isinstance(order, Sequence):
-            raise InvalidSnowflakeError(f"order must be {wanted}, not {order!r}")
-        checked = tuple(order)
-        if sorted(map(str, checked)) != sorted(_FIELDS) or len(checked) != 3:
-            raise InvalidSnowflakeError(f"order must be {wanted}, not {order!r}")
-        if checked[0] != "timestamp":
-            raise InvalidSnowflakeError(
-                f"order must start with 'timestamp', not {checked[0]!r}: ids must sort by "
-                "time, and a 64-bit layout in a signed BIGINT gives up a timestamp bit"
-            )
-        return checked
-
-    def _checked_parts(self, parts: object) -> tuple[tuple[str, int], ...]:
-        hint = "pairs of (name, bits), e.g. (('worker', 5), ('process', 5))"
-        if isinstance(parts, str) or not isinstance(parts, Sequence):
-            raise InvalidSnowflakeError(f"worker_parts must be {hint}, not {parts!r}")
-        checked: list[tuple[str, int]] = []
-        for part in parts:
-            if isinstance(part, str) or not isinstance(part, Sequence) or len(part) != 2:
-                raise InvalidSnowflakeError(f"worker_parts must be {hint}, not {parts!r}")
-            name, bits = part
-            if not isinstance(name, str) or not name.isidentifier():
-                raise InvalidSnowflakeError(
-                    f"a worker part's name must be an identifier, not {name!r}"
-                )
-            if name in ("ticks", "sequence", "worker_id") or name in dict(checked):
-                raise InvalidSnowflakeError(
-                    f"worker part {name!r} is used twice or names another field; rename it"
-                )
-            checked.append(
-                (name, check_int(bits, f"bits of {name!r}", InvalidSnowflakeError, min=1))
-            )
-        total = sum(bits for _, bits in checked)
-        if checked and total != self.worker_bits:
-            raise InvalidSnowflakeError(
-                f"worker_parts take {total} bits, but the worker field has {self.worker_bits}; "
-                "they must fill it"
-            )
-        return tuple(checked)
-
-    def _check_life(self) -> None:
-        now = datetime.now(UTC)
-        if self.exhausts_at <= now:
-            raise InvalidSnowflakeError(
-                f"this layout's timestamp field ran out at {self.exhausts_at.isoformat()}: "
-                "it has no tick left to mint with. Add timestamp bits, use a later epoch "
-                "or a longer time_unit"
-            )
-        left = self.exhausts_at - now
-        if left < _TEN_YEARS and not self.allow_short_life:
-            warnings.warn(
-                f"this layout's timestamp field runs out at {self.exhausts_at.isoformat()}, "
-                f"{left.days} days from now; add timestamp bits, use a later epoch or a "
-                "longer time_unit, or pass allow_short_life=True",
-                ShortLifeWarning,
-                stacklevel=_outside_stacklevel(),
-            )
+        _check_sizes(self)
+        object.__setattr__(self, "order", _checked_order(self.order))
+        object.__setattr__(
+            self, "worker_parts", _checked_parts(self.worker_parts, self.worker_bits)
+        )
+        _check_time(self)
+        _check_life(self)
 
     def check_life(self) -> None:
         """Check the layout's life now: raise if it ran out, warn if it runs out within ten years.
@@ -218,7 +242,7 @@ class SnowflakeLayout:
 
             >>> SnowflakeLayout().check_life()  # lasts until 2080: nothing to say
         """
-        self._check_life()
+        _check_life(self)
 
     # -- sizes ------------------------------------------------------------------------
 
@@ -388,18 +412,7 @@ class SnowflakeLayout:
             >>> SnowflakeLayout.discord().worker_of(worker=1, process=1)
             33
         """
-        names = [name for name, _ in self.worker_parts]
-        if not names:
-            raise InvalidSnowflakeError(
-                "this layout names no worker_parts; pass its worker id as an int"
-            )
-        if sorted(parts) != sorted(names):
-            raise InvalidSnowflakeError(f"worker_of() takes the parts {names}, not {sorted(parts)}")
-        worker_id = 0
-        for name, bits in self.worker_parts:
-            value = check_int(parts[name], name, InvalidSnowflakeError, min=0, max=(1 << bits) - 1)
-            worker_id = (worker_id << bits) | value
-        return worker_id
+        return _worker_of(self.worker_parts, parts)
 
     def worker_from(self, datacenter: int, machine: int, *, datacenter_bits: int = 5) -> int:
         """Compose a worker id from a datacenter id and a machine id (5 + 5 bits by default).
@@ -447,157 +460,6 @@ class SnowflakeLayout:
         """
         check_int(ticks, "ticks", InvalidSnowflakeError, min=0, max=self.tick_limit - 1)
         return self.epoch.astimezone(UTC) + self.time_unit * ticks
-
-    # -- presets ----------------------------------------------------------------------------
-
-    @classmethod
-    def twitter(cls, *, epoch: datetime = DEFAULT_EPOCH) -> SnowflakeLayout:
-        """Twitter's snowflake (the default layout): 41 bits of ms, 5 + 5 bits of datacenter
-        and worker, 12 of sequence; until 2080-07-10 from Twitter's epoch.
-
-        :param epoch: tick 0 (Twitter's: 2010-11-04T01:42:54.657Z).
-
-        Example::
-
-            >>> SnowflakeLayout.twitter() == SnowflakeLayout()
-            True
-        """
-        return cls(epoch=epoch, worker_parts=(("datacenter", 5), ("worker", 5)))
-
-    @classmethod
-    def sonyflake(
-        cls,
-        *,
-        epoch: datetime = SONYFLAKE_EPOCH,
-        sequence_bits: int = 8,
-        machine_bits: int = 16,
-        time_unit: timedelta = timedelta(milliseconds=10),
-    ) -> SnowflakeLayout:
-        """Sony's Sonyflake: ``63 - sequence_bits - machine_bits`` bits of 10 ms (39 by
-        default), then the sequence (8), then the machine id (16), as its ``toID`` packs them.
-
-        The worker id is the machine id. 174 years from ``epoch`` by default;
-        25,600 ids per second per machine.
-
-        :param epoch: Sonyflake's ``StartTime`` (v1's default, 2014-09-01 UTC;
-            v2's default is 2025-01-01 UTC).
-        :param sequence_bits: ``BitsSequence``.
-        :param machine_bits: ``BitsMachineID``.
-        :param time_unit: ``TimeUnit``.
-
-        Example::
-
-            >>> layout = SnowflakeLayout.sonyflake()
-            >>> layout.order, layout.ids_per_second
-            (('timestamp', 'sequence', 'worker'), 25600.0)
-        """
-        check_int(sequence_bits, "sequence_bits", InvalidSnowflakeError, min=0, max=30)
-        check_int(machine_bits, "machine_bits", InvalidSnowflakeError, min=0, max=30)
-        return cls(
-            timestamp_bits=63 - sequence_bits - machine_bits,
-            worker_bits=machine_bits,
-            sequence_bits=sequence_bits,
-            epoch=epoch,
-            time_unit=time_unit,
-            order=("timestamp", "sequence", "worker"),
-            worker_parts=(("machine", machine_bits),) if machine_bits else (),
-        )
-
-    @classmethod
-    def discord(cls, *, unsigned: bool = False) -> SnowflakeLayout:
-        """Discord's snowflake: 42 bits of ms since 2015-01-01, a 5-bit worker and a 5-bit
-        process (the worker field), a 12-bit increment (the sequence).
-
-        64 bits: in a signed ``BIGINT`` its ids stay below 2**63 until
-        2084-09-06; ``unsigned=True`` (a column that holds 64-bit unsigned
-        values) lasts until 2154-05-15, as Discord's own ids do.
-
-        :param unsigned: use the 42nd timestamp bit (ids above 2**63 - 1).
-
-        Example::
-
-            >>> SnowflakeLayout.discord().exhausts_at.date()
-            datetime.date(2084, 9, 6)
-        """
-        return cls(
-            timestamp_bits=42,
-            worker_bits=10,
-            sequence_bits=12,
-            epoch=DISCORD_EPOCH,
-            worker_parts=(("worker", 5), ("process", 5)),
-            unsigned=unsigned,
-        )
-
-    @classmethod
-    def instagram(
-        cls, *, epoch: datetime = INSTAGRAM_EPOCH, unsigned: bool = False
-    ) -> SnowflakeLayout:
-        """Instagram's ids: 41 bits of ms since their epoch, a 13-bit shard id (the worker
-        field), a 10-bit sequence, as their PL/pgSQL ``next_id()`` packs them.
-
-        64 bits: in a signed ``BIGINT`` (Instagram's column) ids stay below
-        2**63 for 2**40 ms, until 2046-06 from Instagram's epoch; ``unsigned=True``
-        doubles that.
-
-        :param epoch: tick 0 (Instagram's ``our_epoch``, 1314220021721 ms, 2011-08-24).
-        :param unsigned: use the 41st timestamp bit (ids above 2**63 - 1).
-
-        Example::
-
-            >>> SnowflakeLayout.instagram().parts(2384288897814875714)["ticks"]
-            284229385592
-        """
-        return cls(
-            timestamp_bits=41,
-            worker_bits=13,
-            sequence_bits=10,
-            epoch=epoch,
-            worker_parts=(("shard", 13),),
-            unsigned=unsigned,
-        )
-
-    @classmethod
-    def mastodon(cls) -> SnowflakeLayout:
-        """Mastodon's ids: 48 bits of ms since the Unix epoch, 16 bits of sequence, no worker.
-
-        Mastodon's ``timestamp_id()`` makes the low 16 bits the first two bytes
-        of an MD5 of the table name, a secret salt and the time, plus the
-        table's ``nextval``, modulo 2**16; a generator with this layout counts
-        them from 0 in each millisecond instead. Both are ids Mastodon decodes
-        (``id >> 16`` is the millisecond). With no worker field, one generator
-        mints at a time: worker id 0, and never beside ``timestamp_id()`` on
-        the same table. Ids stay below 2**63 until the year 6429.
-
-        Example::
-
-            >>> SnowflakeLayout.mastodon().decode(110_000_000_000 << 16).timestamp.year
-            1973
-        """
-        return cls(timestamp_bits=48, worker_bits=0, sequence_bits=16, epoch=_UNIX_EPOCH)
-
-    @classmethod
-    def js_safe(cls, *, epoch: datetime = JS_SAFE_EPOCH) -> SnowflakeLayout:
-        """53 bits, so every id is exact as a JavaScript number (at most 2**53 - 1).
-
-        38 bits of 10 ms (87 years: 2025-01-01 to 2112-02-09 by default),
-        8 bits of worker (256 workers: ``WorkerLease(max_worker_id=255)``),
-        7 bits of sequence (12,800 ids per second per worker).
-
-        :param epoch: tick 0 (2025-01-01 UTC by default).
-
-        Example::
-
-            >>> layout = SnowflakeLayout.js_safe()
-            >>> layout.max_id == 2**53 - 1, layout.exhausts_at.year, layout.ids_per_second
-            (True, 2112, 12800.0)
-        """
-        return cls(
-            timestamp_bits=38,
-            worker_bits=8,
-            sequence_bits=7,
-            epoch=epoch,
-            time_unit=timedelta(milliseconds=10),
-        )
 
 
 class DecodedSnowflake(NamedTuple):

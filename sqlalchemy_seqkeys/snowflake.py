@@ -25,11 +25,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from . import _fork
 from ._enum import ChoiceEnum
+from ._layout_presets import UNIX_EPOCH
 from ._lease import Lease, is_lease
 from ._validate import check_int, check_seconds, checked_clock
 from .errors import (
@@ -55,8 +56,6 @@ __all__ = [
     "unrotate_digits",
 ]
 
-UTC = timezone.utc
-_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_INT64 = 2**63 - 1
 
 
@@ -198,7 +197,7 @@ class _Ticks:
 
     def __init__(self, layout: SnowflakeLayout) -> None:
         self.unit_ns = layout.time_unit // timedelta(microseconds=1) * 1000
-        self.epoch_ns = (layout.epoch - _UNIX_EPOCH) // timedelta(microseconds=1) * 1000
+        self.epoch_ns = (layout.epoch - UNIX_EPOCH) // timedelta(microseconds=1) * 1000
 
     def of(self, t_ns: int) -> int:
         """The tick holding Unix nanosecond ``t_ns``."""
@@ -523,6 +522,42 @@ def _check_max_backwards(value: object) -> float:
     )
 
 
+def _check_lease_fits(layout: SnowflakeLayout, lease: Lease) -> None:
+    # Snowflake.bind(lease): the lease's worker ids and ttl must suit the layout.
+    if lease.max_worker_id > layout.max_worker_id:
+        raise InvalidSnowflakeError(
+            f"the lease hands out ids up to {lease.max_worker_id}, but the layout "
+            f"holds {layout.max_worker_id}; pass max_worker_id= to WorkerLease"
+        )
+    if layout.time_unit * 4 > timedelta(seconds=lease.ttl):
+        raise InvalidSnowflakeError(
+            f"a tick of {layout.time_unit} is too long for a lease of {lease.ttl:g} s; "
+            "the ttl must span at least four ticks"
+        )
+
+
+def _untransformed(
+    layout: SnowflakeLayout,
+    value: object,
+    transform: Callable[[int], int] | None,
+    inverse: Callable[[int], int] | None,
+) -> int:
+    # Snowflake.decode: ``value`` checked, its transform undone, checked again.
+    largest = layout.max_id
+    checked = check_int(value, "value", InvalidSnowflakeError, min=0, max=max(largest, MAX_INT64))
+    if transform is not None:
+        if inverse is None:
+            raise InvalidSnowflakeError(
+                "decode() cannot undo a custom transform; pass ids before the transform"
+            )
+        checked = inverse(checked)
+    if not isinstance(checked, int) or not 0 <= checked <= largest:
+        raise InvalidSnowflakeError(
+            f"{checked!r} is not a snowflake id of this layout (0 .. {largest})"
+        )
+    return checked
+
+
 class Snowflake:
     """A thread-safe snowflake id generator; also a zero-argument column default.
 
@@ -700,16 +735,7 @@ class Snowflake:
     def _sequence_of(self, lease: Lease) -> _Sequence:
         # Every generator bound to one lease shares its sequence: one worker
         # id, one sequence.
-        if lease.max_worker_id > self.layout.max_worker_id:
-            raise InvalidSnowflakeError(
-                f"the lease hands out ids up to {lease.max_worker_id}, but the layout "
-                f"holds {self.layout.max_worker_id}; pass max_worker_id= to WorkerLease"
-            )
-        if self.layout.time_unit * 4 > timedelta(seconds=lease.ttl):
-            raise InvalidSnowflakeError(
-                f"a tick of {self.layout.time_unit} is too long for a lease of {lease.ttl:g} s; "
-                "the ttl must span at least four ticks"
-            )
+        _check_lease_fits(self.layout, lease)
         # Checked before the lease's lock too: in a forked child the parent's
         # lease refuses here, and its lock may have been held by a parent's thread.
         lease.check()
@@ -779,19 +805,8 @@ class Snowflake:
             >>> s.decode(s()).worker_id
             9
         """
-        largest = self.layout.max_id
-        check_int(value, "value", InvalidSnowflakeError, min=0, max=max(largest, MAX_INT64))
-        if self.transform is not None:
-            if self._inverse is None:
-                raise InvalidSnowflakeError(
-                    "decode() cannot undo a custom transform; pass ids before the transform"
-                )
-            value = self._inverse(value)
-        if not isinstance(value, int) or not 0 <= value <= largest:
-            raise InvalidSnowflakeError(
-                f"{value!r} is not a snowflake id of this layout (0 .. {largest})"
-            )
-        ticks, worker, sequence = self.layout.decompose(value)
+        untransformed = _untransformed(self.layout, value, self.transform, self._inverse)
+        ticks, worker, sequence = self.layout.decompose(untransformed)
         return DecodedSnowflake(self.layout.instant_of(ticks), worker, sequence)
 
     # -- fork ------------------------------------------------------------------
