@@ -42,6 +42,14 @@ def in_threads(mint: Callable[[], T], threads: int, per_thread: int) -> list[lis
 #: how long a forked child may take to send what it has to say
 CHILD_DEADLINE_S = 60.0
 
+#: the first byte a forked child writes, before any of its work: a child that
+#: never sends it hung in CPython's GIL hand-over right after a bare libc fork()
+#: taken while another thread waited for the GIL (docs/production.md, "Forks"),
+#: before any code of the library ran; such a fork is tried again (twice at most)
+STARTED = b"\x06"
+#: forks tried per child (os.fork() runs PyOS_AfterFork_Child: never retried)
+LIBC_FORK_TRIES = 3
+
 
 def wait_until(ns: int) -> None:
     """Spin until ``time.time_ns()`` reaches ``ns`` (a millisecond boundary both sides share)."""
@@ -61,26 +69,33 @@ def in_forked_child(
     ``fork`` is ``os.fork`` or a libc ``fork()`` (tests/_forking.py). With
     ``start_ns`` both sides start at that instant. An exception in the child
     comes back as ``"<ExceptionName>: <message>"``; a child silent for
-    ``CHILD_DEADLINE_S`` seconds is killed and the test fails.
+    ``CHILD_DEADLINE_S`` seconds is killed and the test fails. A libc-forked
+    child that never started (see :data:`STARTED`) is forked again.
     """
-    read_fd, write_fd = os.pipe()
-    pid = fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        report_from_child(child, read_fd, write_fd, start_ns)
-    assert pid > 0, f"fork() failed: {ctypes.get_errno()}"
-    os.close(write_fd)
-    try:
-        if start_ns is not None:
-            wait_until(start_ns)
-        if parent is not None:
-            parent()
-        data = read_from_child(read_fd, pid, CHILD_DEADLINE_S)
-        if data is None:
-            pytest.fail(f"the forked child sent nothing for {CHILD_DEADLINE_S} s")
-    finally:
-        os.close(read_fd)
-        _reap(pid)
-    return data
+    tries = 1 if fork is os.fork else LIBC_FORK_TRIES
+    for attempt in range(1, tries + 1):
+        read_fd, write_fd = os.pipe()
+        pid = fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            report_from_child(child, read_fd, write_fd, start_ns)
+        assert pid > 0, f"fork() failed: {ctypes.get_errno()}"
+        os.close(write_fd)
+        try:
+            if start_ns is not None:
+                wait_until(start_ns)
+            if parent is not None:
+                parent()
+            data = read_from_child(read_fd, pid, CHILD_DEADLINE_S, strict=True)
+        finally:
+            os.close(read_fd)
+            _reap(pid)
+        if data is not None:
+            return data
+        if attempt == tries:
+            pytest.fail(
+                f"the forked child never started ({tries} forks, {CHILD_DEADLINE_S} s each)"
+            )
+    raise AssertionError("unreachable")
 
 
 def report_from_child(
@@ -89,6 +104,7 @@ def report_from_child(
     """In a forked child: run ``child``, write its text (or its exception's) to the pipe, exit."""
     try:
         os.close(read_fd)
+        os.write(write_fd, STARTED)
         if start_ns is not None:
             wait_until(start_ns)
         try:
@@ -113,18 +129,25 @@ def _reap(pid: int) -> None:
         time.sleep(0.01)
 
 
-def read_from_child(fd: int, pid: int, timeout: float) -> str | None:
-    """The child's text, read to its end; None if it sent nothing for ``timeout`` (killed)."""
+def read_from_child(fd: int, pid: int, timeout: float, *, strict: bool = False) -> str | None:
+    """The child's text, read to its end; None if it sent nothing for ``timeout`` (killed).
+
+    With ``strict``, a child that started (it wrote :data:`STARTED`) and then
+    stayed silent fails the test instead: that hang is not CPython's fork race.
+    """
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
     while True:
         ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
         if not ready:
             os.kill(pid, signal.SIGKILL)
+            if strict and chunks:
+                pytest.fail(f"the forked child started, then sent nothing for {timeout} s")
             return None
         chunk = os.read(fd, 1 << 16)
         if not chunk:
-            return b"".join(chunks).decode()
+            text = b"".join(chunks)
+            return text.removeprefix(STARTED).decode() if text else None
         chunks.append(chunk)
 
 

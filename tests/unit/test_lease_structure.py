@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "sqlalchemy_seqkeys"
+import sqlalchemy_seqkeys
+
+PACKAGE = Path(sqlalchemy_seqkeys.__file__).resolve().parent  # the installed copy too
 MINE = ("snowflake", "workers", "_lease", "_background")
 
 
