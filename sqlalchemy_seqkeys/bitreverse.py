@@ -45,7 +45,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence
+from sqlalchemy.schema import CreateSequence
 from sqlalchemy.sql.compiler import DDLCompiler
 
 from sqlalchemy_seqkeys._blocks import (
@@ -53,23 +53,20 @@ from sqlalchemy_seqkeys._blocks import (
     begin,
 )
 from sqlalchemy_seqkeys._dialect import (
-    check_identifier,
     facts,
     has_sequences,
     natively_bit_reversed,
 )
 from sqlalchemy_seqkeys._positional import PositionalDefault
-from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_int
+from sqlalchemy_seqkeys._validate import check_instance, check_int
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.dialects import BlockStatement
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
 from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, values_block
 from sqlalchemy_seqkeys.sequences._contract import (
     NOT_GIVEN,
-    SequenceContract,
+    NativeOrRowSequence,
     Unset,
-    create_native,
-    drop_native,
     resolve_alias,
 )
 from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
@@ -77,8 +74,6 @@ from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
     check_name,
-    drop_table_sequence,
-    sequences_table,
 )
 
 __all__ = [
@@ -287,7 +282,7 @@ def _new_block(bind: sa.Engine | sa.Connection, owner: object) -> _Block | None:
     return _Block(facts(bind.dialect).sequence_block)
 
 
-class BitReversedSequence(BitReversed, SequenceContract, PositionalDefault):
+class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
     """A bit-reversed sequence with the same values on every engine; a column default.
 
     The ``n``-th value is ``reverse_bits(start + n)``, except that values
@@ -422,9 +417,11 @@ class BitReversedSequence(BitReversed, SequenceContract, PositionalDefault):
         """Spanner's name of :attr:`start` (read only)."""
         return self.start
 
-    @staticmethod
-    def _native(dialect: sa.Dialect) -> bool:
+    def _native(self, dialect: sa.Dialect) -> bool:
         return has_sequences(dialect)
+
+    def _row(self) -> TableSequence:
+        return self.counter
 
     def __call__(self, context: DefaultExecutionContext) -> int:
         """The column default: one value for the row being inserted."""
@@ -436,12 +433,6 @@ class BitReversedSequence(BitReversed, SequenceContract, PositionalDefault):
             if state is not None:
                 return self._take(conn, state)
         return self._skipping(lambda: self._draw_on(conn))
-
-    def _check_identifiers(self, dialect: sa.Dialect) -> None:
-        """Refuse a name the engine's native sequences cannot hold, with no I/O (cached)."""
-        check_identifier(dialect, self.name, "sequence name", InvalidBitReversalError)
-        if self.schema is not None:
-            check_identifier(dialect, self.schema, "schema", InvalidBitReversalError)
 
     def _draw_on(self, conn: sa.Connection) -> int:
         if self._native(conn.dialect):
@@ -555,76 +546,6 @@ class BitReversedSequence(BitReversed, SequenceContract, PositionalDefault):
         check_int(n, "n", InvalidBitReversalError, min=0, max=MAX_BIT_REVERSED_BATCH)
         with begin(bind, "next_values") as conn:
             return [self._value(conn) for _ in range(n)]
-
-    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
-        """Create the sequence: native DDL, or (SQLite, MySQL) its sequences-table row.
-
-        True if it was created. Without sequences the sequences table is
-        created first if it is missing. Blocks this process holds are
-        forgotten: a sequence created anew starts afresh.
-
-        :param bind: an Engine (a transaction of its own, committed) or a
-            Connection (joins its transaction).
-        :param checkfirst: leave an existing sequence as it is and return False.
-
-        Example::
-
-            order_id.create(engine, checkfirst=True)
-        """
-        check_flag(checkfirst, "checkfirst", InvalidBitReversalError)
-        with begin(bind, "create") as conn:
-            if self._native(conn.dialect):
-                self._check_identifiers(conn.dialect)
-                created = create_native(
-                    conn, self.sequence, checkfirst=checkfirst, error=InvalidBitReversalError
-                )
-            else:
-                sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
-                created = self.counter.create(conn, checkfirst=checkfirst)
-        self._forget_all()
-        return created
-
-    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
-        """Drop the sequence (or delete its sequences-table row); the table stays.
-
-        True if there was one to drop.
-
-        :param bind: an Engine (a transaction of its own, committed) or a
-            Connection (joins its transaction).
-        :param checkfirst: make a missing sequence a no-op that returns False.
-
-        Example::
-
-            order_id.drop(engine, checkfirst=True)
-        """
-        check_flag(checkfirst, "checkfirst", InvalidBitReversalError)
-        dropped = False
-        with begin(bind, "drop") as conn:
-            if self._native(conn.dialect):
-                self._check_identifiers(conn.dialect)
-                dropped = drop_native(conn, self.sequence, checkfirst=checkfirst)
-            elif not checkfirst or sa.inspect(conn).has_table(self.table):
-                dropped = drop_table_sequence(
-                    conn, self.name, table=self.table, checkfirst=checkfirst
-                )
-        self._forget_all()
-        return dropped
-
-    def _create_statements(self, dialect: sa.Dialect, metadata: sa.MetaData) -> list[Any]:
-        if self._native(dialect):
-            return [CreateSequence(self.sequence)]
-        table = sequences_table(sa.MetaData(), self.table)
-        statements: list[Any] = []
-        if self.table not in metadata.tables:  # else create_all has just created it
-            statements.append(CreateTable(table))
-        statements.append(sa.insert(table).values(name=self.name, next_value=self.start))
-        return statements
-
-    def _drop_statements(self, dialect: sa.Dialect) -> list[Any]:
-        if self._native(dialect):
-            return [DropSequence(self.sequence)]
-        table = sequences_table(sa.MetaData(), self.table)
-        return [sa.delete(table).where(table.c.name == self.name)]
 
 
 def bit_reversed_sequence(

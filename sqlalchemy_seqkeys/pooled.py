@@ -77,11 +77,9 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultExecutionContext
-from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence
 
 from sqlalchemy_seqkeys._blocks import (
     batch_counter,
@@ -96,7 +94,7 @@ from sqlalchemy_seqkeys._dialect import (
 )
 from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._rows import RowsAhead
-from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_int
+from sqlalchemy_seqkeys._validate import check_instance, check_int
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.dialects import read_sequence_catalog
 from sqlalchemy_seqkeys.errors import (
@@ -110,10 +108,8 @@ from sqlalchemy_seqkeys.sequences import _aio
 from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, range_block
 from sqlalchemy_seqkeys.sequences._contract import (
     NOT_GIVEN,
-    SequenceContract,
+    NativeOrRowSequence,
     Unset,
-    create_native,
-    drop_native,
     resolve_alias,
 )
 from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
@@ -129,9 +125,7 @@ from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
     MAX_VALUE,
     check_name,
-    drop_table_sequence,
     read_next_value,
-    sequences_table,
 )
 
 __all__ = [
@@ -169,7 +163,7 @@ def _new_blocks(bind: sa.Engine | sa.Connection, owner: object) -> _Blocks | Non
     return _Blocks() if incrementing_sequences(bind.dialect) else None
 
 
-class PooledSequence(SequenceContract, PositionalDefault):
+class PooledSequence(NativeOrRowSequence, PositionalDefault):
     """A pooled native sequence: one ``nextval`` per ``batch_size`` keys; a column default.
 
     Created as ``CREATE SEQUENCE name INCREMENT BY batch_size START WITH
@@ -322,77 +316,6 @@ class PooledSequence(SequenceContract, PositionalDefault):
                 return self.fallback.next_values(conn, n)
             return self._take_many(conn, state, n)
 
-    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
-        """Create the sequence: ``CREATE SEQUENCE``, or (no such sequences) its row.
-
-        True if it was created. Without native sequences the sequences table is
-        created first if it is missing. Blocks this process holds are
-        forgotten: a sequence created anew hands out its keys afresh.
-
-        :param bind: an Engine (a transaction of its own, committed) or a
-            Connection (joins its transaction).
-        :param checkfirst: leave an existing sequence as it is and return False.
-
-        Example::
-
-            order_id.create(engine, checkfirst=True)
-        """
-        check_flag(checkfirst, "checkfirst", InvalidSequenceError)
-        with begin(bind, "create") as conn:
-            if incrementing_sequences(conn.dialect):
-                self._check_identifiers(conn.dialect)
-                created = create_native(
-                    conn, self.sequence, checkfirst=checkfirst, error=InvalidSequenceError
-                )
-            else:
-                sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
-                created = self.fallback.create(conn, checkfirst=checkfirst)
-        self._forget_all()  # a sequence created anew hands out its keys afresh
-        return created
-
-    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
-        """Drop the sequence (or delete its sequences-table row; the table stays).
-
-        True if there was one to drop.
-
-        :param bind: an Engine (a transaction of its own, committed) or a
-            Connection (joins its transaction).
-        :param checkfirst: make a missing sequence a no-op that returns False.
-
-        Example::
-
-            order_id.drop(engine, checkfirst=True)
-        """
-        check_flag(checkfirst, "checkfirst", InvalidSequenceError)
-        dropped = False
-        with begin(bind, "drop") as conn:
-            if incrementing_sequences(conn.dialect):
-                self._check_identifiers(conn.dialect)
-                dropped = drop_native(conn, self.sequence, checkfirst=checkfirst)
-            elif not checkfirst or sa.inspect(conn).has_table(self.table):
-                dropped = drop_table_sequence(
-                    conn, self.name, table=self.table, checkfirst=checkfirst
-                )
-        self._forget_all()
-        return dropped
-
-    def _create_statements(self, dialect: sa.Dialect, metadata: sa.MetaData) -> list[Any]:
-        """What :meth:`create` runs on ``dialect``, as statements (for a mock engine)."""
-        if incrementing_sequences(dialect):
-            return [CreateSequence(self.sequence)]
-        table = sequences_table(sa.MetaData(), self.table)
-        statements: list[Any] = []
-        if self.table not in metadata.tables:  # else create_all has just created it
-            statements.append(CreateTable(table))
-        statements.append(sa.insert(table).values(name=self.name, next_value=self.start))
-        return statements
-
-    def _drop_statements(self, dialect: sa.Dialect) -> list[Any]:
-        if incrementing_sequences(dialect):
-            return [DropSequence(self.sequence)]
-        table = sequences_table(sa.MetaData(), self.table)
-        return [sa.delete(table).where(table.c.name == self.name)]
-
     # -- blocks -------------------------------------------------------------------
 
     def _take(self, conn: sa.Connection, state: _Blocks) -> int:
@@ -477,18 +400,18 @@ class PooledSequence(SequenceContract, PositionalDefault):
                 f"ALTER SEQUENCE {sql_name} NO CYCLE"
             )
 
-    def _check_identifiers(self, dialect: sa.Dialect) -> None:
-        """Refuse a name the engine's native sequences cannot hold (e.g. too long), with no I/O."""
-        check_identifier(dialect, self.name, "sequence name", InvalidSequenceError)
-        if self.schema is not None:
-            check_identifier(dialect, self.schema, "schema", InvalidSequenceError)
-
     def _new_fallback(self) -> TableSequence:
         return batch_counter(self.name, self.allocation_size, self.start, self.table)
 
     def _forget_all(self) -> None:
         self._blocks.forget()
         self.fallback = self._new_fallback()  # its blocks too
+
+    def _native(self, dialect: sa.Dialect) -> bool:
+        return incrementing_sequences(dialect)
+
+    def _row(self) -> TableSequence:
+        return self.fallback
 
 
 def pooled_sequence(

@@ -10,8 +10,9 @@ sync function; nothing returns an int or a coroutine depending on its argument.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -36,7 +37,9 @@ __all__ = [
     "AsyncBind",
     "AwaitableDDL",
     "awaitable",
+    "begin",
     "check_sync_bind",
+    "connect",
     "on_connection",
     "on_engine",
 ]
@@ -168,3 +171,27 @@ class AwaitableDDL:
         Example: ``await invoice_id.drop_async(async_engine, checkfirst=True)``
         """
         return await on_connection(bind, "drop", self.drop, checkfirst=checkfirst)
+
+
+@contextlib.contextmanager
+def _on(bind: sa.Engine | sa.Connection, what: str, *, begin: bool) -> Iterator[sa.Connection]:
+    check_sync_bind(bind, what)
+    if not isinstance(bind, sa.Engine):
+        yield bind
+        return
+    with bind.begin() if begin else bind.connect() as conn:
+        yield conn
+
+
+def begin(
+    bind: sa.Engine | sa.Connection, what: str
+) -> contextlib.AbstractContextManager[sa.Connection]:
+    """A transaction of its own with an Engine (committed at the end); a Connection as it is."""
+    return _on(bind, what, begin=True)
+
+
+def connect(
+    bind: sa.Engine | sa.Connection, what: str
+) -> contextlib.AbstractContextManager[sa.Connection]:
+    """A connection of its own with an Engine (no transaction begun); a Connection as it is."""
+    return _on(bind, what, begin=False)

@@ -16,20 +16,25 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine.mock import MockConnection
+from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence
 
-from sqlalchemy_seqkeys._dialect import create_native_sequence
-from sqlalchemy_seqkeys._validate import check_instance
+from sqlalchemy_seqkeys._dialect import check_identifier, create_native_sequence
+from sqlalchemy_seqkeys._validate import check_flag, check_instance
 from sqlalchemy_seqkeys.errors import SeqKeysError, SequenceExistsError, SequenceNotFoundError
 
 from . import _aio
+from .table import drop_table_sequence, sequences_table
 
 if TYPE_CHECKING:
     from sqlalchemy.engine.default import DefaultExecutionContext
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+    from .generators import TableSequence
+
 __all__ = [
     "NOT_GIVEN",
     "KeySequence",
+    "NativeOrRowSequence",
     "SequenceContract",
     "Unset",
     "create_native",
@@ -269,3 +274,107 @@ class SequenceContract:
     def _drop_statements(self, dialect: sa.Dialect) -> list[Any]:
         """What :meth:`drop` runs on ``dialect``, as statements (for a mock engine)."""
         return []
+
+
+class NativeOrRowSequence(SequenceContract):
+    """A native ``CREATE SEQUENCE`` where the engine has one, else a row of the sequences table.
+
+    What :class:`~sqlalchemy_seqkeys.PooledSequence` and
+    :class:`~sqlalchemy_seqkeys.BitReversedSequence` share: ``create`` and
+    ``drop``, the statements a mock engine gets (``create_all`` offline), and
+    the check of the names the engine's sequences can hold. A subclass says
+    where it is native (``_native``), which row stands in elsewhere
+    (``_row``), and forgets the blocks it holds (``_forget_all``).
+    """
+
+    sequence: sa.Sequence
+    table: str
+    start: int
+    schema: str | None
+
+    def _native(self, dialect: sa.Dialect) -> bool:
+        raise NotImplementedError
+
+    def _row(self) -> TableSequence:
+        raise NotImplementedError
+
+    def _forget_all(self) -> None:
+        raise NotImplementedError
+
+    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
+        """Create the sequence: ``CREATE SEQUENCE``, or (no such sequences) its row.
+
+        True if it was created. Without native sequences the sequences table is
+        created first if it is missing. Blocks this process holds are
+        forgotten: a sequence created anew hands out its keys afresh.
+
+        :param bind: an Engine (a transaction of its own, committed) or a
+            Connection (joins its transaction).
+        :param checkfirst: leave an existing sequence as it is and return False.
+
+        Example::
+
+            order_id.create(engine, checkfirst=True)
+        """
+        check_flag(checkfirst, "checkfirst", self._error)
+        with _aio.begin(bind, "create") as conn:
+            if self._native(conn.dialect):
+                self._check_identifiers(conn.dialect)
+                created = create_native(
+                    conn, self.sequence, checkfirst=checkfirst, error=self._error
+                )
+            else:
+                sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
+                created = self._row().create(conn, checkfirst=checkfirst)
+        self._forget_all()
+        return created
+
+    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
+        """Drop the sequence (or delete its sequences-table row; the table stays).
+
+        True if there was one to drop.
+
+        :param bind: an Engine (a transaction of its own, committed) or a
+            Connection (joins its transaction).
+        :param checkfirst: make a missing sequence a no-op that returns False.
+
+        Example::
+
+            order_id.drop(engine, checkfirst=True)
+        """
+        check_flag(checkfirst, "checkfirst", self._error)
+        dropped = False
+        with _aio.begin(bind, "drop") as conn:
+            if self._native(conn.dialect):
+                self._check_identifiers(conn.dialect)
+                dropped = drop_native(conn, self.sequence, checkfirst=checkfirst)
+            elif not checkfirst or sa.inspect(conn).has_table(self.table):
+                dropped = drop_table_sequence(
+                    conn, self.name, table=self.table, checkfirst=checkfirst
+                )
+        self._forget_all()
+        return dropped
+
+    def _check_identifiers(self, dialect: sa.Dialect) -> None:
+        """Refuse a name the engine's native sequences cannot hold (e.g. too long), with no I/O."""
+        check_identifier(dialect, self.name, "sequence name", self._error)
+        if self.schema is not None:
+            check_identifier(dialect, self.schema, "schema", self._error)
+
+    def _create_statements(self, dialect: sa.Dialect, metadata: sa.MetaData) -> list[Any]:
+        """What :meth:`create` runs on ``dialect``, as statements (for a mock engine)."""
+        if self._native(dialect):
+            return [CreateSequence(self.sequence)]
+        table = sequences_table(sa.MetaData(), self.table)
+        statements: list[Any] = []
+        if self.table not in metadata.tables:  # else create_all has just created it
+            statements.append(CreateTable(table))
+        statements.append(sa.insert(table).values(name=self.name, next_value=self.start))
+        return statements
+
+    def _drop_statements(self, dialect: sa.Dialect) -> list[Any]:
+        """What :meth:`drop` runs on ``dialect``, as statements (for a mock engine)."""
+        if self._native(dialect):
+            return [DropSequence(self.sequence)]
+        table = sequences_table(sa.MetaData(), self.table)
+        return [sa.delete(table).where(table.c.name == self.name)]
