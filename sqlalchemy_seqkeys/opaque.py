@@ -148,6 +148,17 @@ class UuidV47:
         message = value & (_RANDOM_A | _RANDOM_B)
         return _siphash24(self._k0, self._k1, message.to_bytes(10, "big")) & _MASK48
 
+    def _swap(self, guid: uuid.UUID, version: int) -> uuid.UUID:
+        """``guid`` with its 48-bit timestamp XORed with the mask and its version set.
+
+        The mask reads only bits the XOR leaves alone (the random ones), so the
+        same step maps a key to its public id (``version=4``) and back (``7``).
+        """
+        value = guid.int
+        timestamp = (value >> 80) ^ self._mask(value)
+        value = (value & ~(_MASK48 << 80) & ~(0xF << _VERSION_SHIFT)) | (timestamp << 80)
+        return uuid.UUID(int=value | (version << _VERSION_SHIFT))
+
     def encode(self, key: uuid.UUID) -> uuid.UUID:
         """The public id of the UUIDv7 ``key``: a version 4 UUID, the timestamp hidden.
 
@@ -166,10 +177,7 @@ class UuidV47:
                 f"UuidV47.encode takes a UUIDv7 (a key minted by new_uuid7 or server_uuid7()), "
                 f"not {guid} (version {guid.version})"
             )
-        value = guid.int
-        timestamp = (value >> 80) ^ self._mask(value)
-        value = (value & ~(_MASK48 << 80) & ~(0xF << _VERSION_SHIFT)) | (timestamp << 80)
-        return uuid.UUID(int=value | (4 << _VERSION_SHIFT))
+        return self._swap(guid, version=4)
 
     def decode(self, public: uuid.UUID | str) -> uuid.UUID:
         """The UUIDv7 key whose public id is ``public`` (the reverse of :meth:`encode`).
@@ -193,10 +201,7 @@ class UuidV47:
                 f"{guid} is not a public id of UuidV47 (those are version 4 UUIDs, this is "
                 f"version {guid.version}): was the stored key passed instead?"
             )
-        value = guid.int
-        timestamp = (value >> 80) ^ self._mask(value)
-        value = (value & ~(_MASK48 << 80) & ~(0xF << _VERSION_SHIFT)) | (timestamp << 80)
-        return uuid.UUID(int=value | (7 << _VERSION_SHIFT))
+        return self._swap(guid, version=7)
 
 
 # -- FF1 (NIST SP 800-38G): a keyed permutation of BIGINT keys -----------------------
