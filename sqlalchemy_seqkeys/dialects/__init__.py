@@ -41,20 +41,28 @@ __all__ = [
     "family",
     "has_facts",
     "identifier_text",
+    "read_catalog_by_name",
     "read_sequence_catalog",
     "sequence_name_value",
     "sequence_schema",
+    "server_named",
+    "server_version",
 ]
 
 
 def dialect_key(dialect: Dialect | str) -> str:
-    """``"spanner"`` for sqlalchemy-spanner's ``"spanner+spanner"``; other names as they are."""
+    """``"spanner"`` for sqlalchemy-spanner's ``"spanner+spanner"``; other names as they are.
+
+    :param dialect: a Dialect, or a dialect name (``"postgresql+psycopg"``).
+    """
     name = dialect if isinstance(dialect, str) else dialect.name
     return name.partition("+")[0]
 
 
 def family(dialect: Dialect | str) -> str:
     """The engine family: :func:`dialect_key`, with MariaDB counted as MySQL.
+
+    :param dialect: a Dialect, or a dialect name.
 
     Example::
 
@@ -78,6 +86,23 @@ class GuidStorage:
     bytes_literal: str = "X'{}'"
     #: what the driver returns for a binary column, turned into the 16 bytes
     read_bytes: Callable[[bytes], bytes] = bytes
+
+    @classmethod
+    def native(cls, type_: sqltypes.TypeEngine[Any]) -> GuidStorage:
+        """The engine's own UUID type for both forms; the driver exchanges ``uuid.UUID``.
+
+        ``binary=True`` changes nothing there: the type is 16 bytes already.
+
+        :param type_: the UUID type, made to take and return ``uuid.UUID``
+            (``as_uuid=True``).
+
+        Example::
+
+            >>> from sqlalchemy.dialects import postgresql
+            >>> GuidStorage.native(postgresql.UUID(as_uuid=True)).binary_form
+            'native'
+        """
+        return cls(text=type_, binary=type_, text_form="native", binary_form="native")
 
 
 #: CHAR(36) or BINARY(16): an engine this library does not know
@@ -198,6 +223,8 @@ def facts(dialect: Dialect | str) -> DialectFacts:
 
     Raises :class:`TypeError` for anything but a Dialect or a name.
 
+    :param dialect: a Dialect, or a dialect name (``"mariadb+pymysql"`` reads MySQL's).
+
     Example::
 
         >>> facts("sqlite").integer_is_64_bits, facts("firebird") is facts("informix")
@@ -212,12 +239,63 @@ def facts(dialect: Dialect | str) -> DialectFacts:
 def has_facts(dialect: Dialect | str) -> bool:
     """Whether ``dialect`` is one this library has a module for (else :func:`facts` guesses).
 
+    :param dialect: a Dialect, or a dialect name.
+
     Example::
 
         >>> has_facts("postgresql+psycopg"), has_facts("firebird")
         (True, False)
     """
     return family(dialect) in FAMILIES
+
+
+def server_version(dialect: Dialect) -> tuple[int, ...] | None:
+    """The leading numbers of the server's version; None where the dialect does not know it.
+
+    Some servers add words after the numbers (MariaDB's ``-MariaDB``); a
+    dialect that never connected (offline SQL) knows no version.
+
+    :param dialect: the Dialect, connected or not.
+
+    Example::
+
+        >>> from sqlalchemy.dialects import mysql
+        >>> dialect = mysql.dialect()
+        >>> server_version(dialect) is None
+        True
+        >>> dialect.server_version_info = (10, 11, 5, "MariaDB")
+        >>> server_version(dialect)
+        (10, 11, 5)
+    """
+    info = dialect.server_version_info
+    if not info:
+        return None
+    numbers = []
+    for part in info:
+        if not isinstance(part, int):
+            break
+        numbers.append(part)
+    return tuple(numbers)
+
+
+def server_named(name: str, dialect: Dialect) -> str:
+    """``name`` and the server's version as the dialect reports it, for messages.
+
+    :param name: what users call the server (``"MariaDB"``).
+    :param dialect: the Dialect; without a known version, ``name`` alone.
+
+    Example::
+
+        >>> from sqlalchemy.dialects import postgresql
+        >>> dialect = postgresql.dialect()
+        >>> server_named("PostgreSQL", dialect)
+        'PostgreSQL'
+        >>> dialect.server_version_info = (17, 2)
+        >>> server_named("PostgreSQL", dialect)
+        'PostgreSQL 17.2'
+    """
+    info = dialect.server_version_info
+    return name if not info else f"{name} " + ".".join(str(part) for part in info)
 
 
 def identifier_text(dialect: Dialect, name: str, schema: str | None = None) -> str:
@@ -228,6 +306,10 @@ def identifier_text(dialect: Dialect, name: str, schema: str | None = None) -> s
     ``identifier_preparer.quote``, it does not double ``%`` for the driver: that
     belongs to compiled statement text only, and in a value it names another
     object (``q%x`` would become ``q%%x``).
+
+    :param dialect: the Dialect whose quoting rules apply.
+    :param name: the object's name, as declared (not quoted).
+    :param schema: its schema, as declared; None: no schema written.
 
     Example::
 
@@ -249,7 +331,11 @@ def identifier_text(dialect: Dialect, name: str, schema: str | None = None) -> s
 
 
 def sequence_schema(conn: sa.Connection, sequence: sa.Sequence) -> str | None:
-    """The sequence's schema, as the connection's schema_translate_map makes it."""
+    """The sequence's schema, as the connection's schema_translate_map makes it.
+
+    :param conn: a connection to the database (its execution options are read).
+    :param sequence: the sequence, as declared.
+    """
     schema = sequence.schema
     translate = conn.get_execution_options().get("schema_translate_map")
     if translate and schema in translate:
@@ -258,8 +344,27 @@ def sequence_schema(conn: sa.Connection, sequence: sa.Sequence) -> str | None:
 
 
 def sequence_name_value(conn: sa.Connection, sequence: sa.Sequence) -> str:
-    """The sequence's quoted name (schema translated) as a value for the server to parse."""
+    """The sequence's quoted name (schema translated) as a value for the server to parse.
+
+    :param conn: a connection to the database; its ``schema_translate_map`` applies.
+    :param sequence: the sequence, as declared.
+    """
     return identifier_text(conn.dialect, sequence.name, sequence_schema(conn, sequence))
+
+
+def read_catalog_by_name(
+    conn: sa.Connection, sequence: sa.Sequence, query: sa.TextClause
+) -> tuple[int, bool] | None:
+    """``(increment, cycles)`` from the catalog row ``query`` selects for the sequence's name.
+
+    :param conn: a connection; the name is quoted for its dialect and its schema
+        translated by its ``schema_translate_map``.
+    :param sequence: the native sequence, as declared.
+    :param query: a catalog query of the sequence's increment and cycle flag, in
+        that order, taking the name as ``:name``; no row: no such sequence (None).
+    """
+    row = conn.execute(query, {"name": sequence_name_value(conn, sequence)}).first()
+    return None if row is None else (int(row[0]), bool(row[1]))
 
 
 def read_sequence_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
@@ -267,6 +372,9 @@ def read_sequence_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[i
 
     None where there is no such sequence, or the engine's catalog is not known
     here (``facts(dialect).read_sequence_catalog`` is None). Reads only.
+
+    :param conn: a connection to the database; its ``schema_translate_map`` applies.
+    :param sequence: the native sequence, as declared (``sa.Sequence``).
     """
     read = facts(conn.dialect).read_sequence_catalog
     return None if read is None else read(conn, sequence)

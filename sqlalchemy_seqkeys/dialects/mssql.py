@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mssql
 
 from sqlalchemy_seqkeys.comb import CombLayout
-from sqlalchemy_seqkeys.dialects import DialectFacts, GuidStorage, sequence_name_value
+from sqlalchemy_seqkeys.dialects import DialectFacts, GuidStorage, read_catalog_by_name
 
 _CATALOG = sa.text(
     "SELECT CAST(increment AS BIGINT), CAST(is_cycling AS INT) FROM sys.sequences "
@@ -15,19 +15,18 @@ _CATALOG = sa.text(
 
 
 def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
-    """``(increment, cycles)`` of ``sequence`` from ``sys.sequences``; None if there is none."""
-    row = conn.execute(_CATALOG, {"name": sequence_name_value(conn, sequence)}).first()
-    return None if row is None else (int(row[0]), bool(row[1]))
+    """``(increment, cycles)`` of ``sequence`` from ``sys.sequences``; None if there is none.
+
+    :param conn: a connection; the name reaches ``OBJECT_ID`` with its schema
+        translated by the connection's ``schema_translate_map``.
+    :param sequence: the native sequence, as declared (``sa.Sequence``).
+    """
+    return read_catalog_by_name(conn, sequence, _CATALOG)
 
 
 FACTS = DialectFacts(
     display_name="SQL Server",
-    guid_storage=GuidStorage(
-        text=mssql.UNIQUEIDENTIFIER(as_uuid=True),
-        binary=mssql.UNIQUEIDENTIFIER(as_uuid=True),
-        text_form="native",
-        binary_form="native",
-    ),
+    guid_storage=GuidStorage.native(mssql.UNIQUEIDENTIFIER(as_uuid=True)),
     guid_order=CombLayout.AT_END,  # uniqueidentifier compares bytes 10-15 first
     read_sequence_catalog=read_catalog,
     identifier_chars=128,

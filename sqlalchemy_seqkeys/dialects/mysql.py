@@ -19,7 +19,11 @@ _NOT_A_SEQUENCE = frozenset({1146, 1054})
 
 
 def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
-    """``(increment, cycles)`` of a MariaDB sequence, from its own row; None if there is none."""
+    """``(increment, cycles)`` of a MariaDB sequence, from its own row; None if there is none.
+
+    :param conn: a connection to the database; its ``schema_translate_map`` applies.
+    :param sequence: the native sequence, as declared (``sa.Sequence``).
+    """
     from sqlalchemy_seqkeys.sequences._retry import mysql_error_code
 
     # A MariaDB sequence is a table of one row (information_schema.SEQUENCES
@@ -42,14 +46,24 @@ def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool]
 
 
 def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int | None:
-    """MariaDB: the next value not in the server's cache (the cache's values lie below it)."""
+    """MariaDB: the next value not in the server's cache (the cache's values lie below it).
+
+    :param conn: a connection to the database; its ``schema_translate_map`` applies.
+    :param sequence: the native sequence, as declared (``sa.Sequence``).
+    :param increment: the sequence's ``INCREMENT BY`` (not needed here: the row
+        holds the next value itself).
+    """
     relation = sa.table(sequence.name, sa.column("next_not_cached_value"), schema=sequence.schema)
     value = conn.scalar(sa.select(relation.c.next_not_cached_value))
     return None if value is None else int(value)
 
 
 def sequence_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
-    """MariaDB: ``n`` values of ``sequence`` in one statement, over ``seq_1_to_N``."""
+    """MariaDB: ``n`` values of ``sequence`` in one statement, over ``seq_1_to_N``.
+
+    :param sequence: the native sequence to take the values from.
+    :param n: how many values, 1 or more.
+    """
     # seq_1_to_N: a table of the SEQUENCE storage engine, in the sequence's
     # own database (a schema_translate_map moves both). NEXTVAL is evaluated
     # once per row sent, never rolled back.
@@ -58,7 +72,11 @@ def sequence_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
 
 
 def sequence_block_without_sequence_engine(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
-    """MariaDB with the SEQUENCE engine off (``--skip-sequence``): over a recursive CTE."""
+    """MariaDB with the SEQUENCE engine off (``--skip-sequence``): over a recursive CTE.
+
+    :param sequence: the native sequence to take the values from.
+    :param n: how many values at most (the server may stop the recursion sooner).
+    """
     # The server stops recursing at max_recursive_iterations (1000 by default):
     # a statement then brings fewer counters, each of them as good.
     one: sa.ColumnElement[int] = sa.literal_column("1", sa.Integer)
@@ -72,7 +90,12 @@ NEXT_VARIABLE = "@seqkeys_resync_next"
 
 
 class SetVariable(Executable, ClauseElement):
-    """``SET @variable = (query)``, the query compiled as any other statement."""
+    """``SET @variable = (query)``, the query compiled as any other statement.
+
+    :param variable: the session variable, with its ``@`` (written as it is: never
+        a user's text).
+    :param query: the one-value SELECT whose result the variable takes.
+    """
 
     inherit_cache = False
 
@@ -87,7 +110,12 @@ def _compile_set_variable(element: SetVariable, compiler: Any, **kw: Any) -> str
 
 
 def resync_statements(r: SequenceResync) -> list[sa.Executable]:
-    """MariaDB: ``MAX + 1`` into a session variable, then ``SETVAL``, which never moves back."""
+    """MariaDB: ``MAX + 1`` into a session variable, then ``SETVAL``, which never moves back.
+
+    :param r: what to resync (a :class:`~sqlalchemy_seqkeys.dialects.SequenceResync`):
+        ``r.top`` (``MAX(column)``) and ``r.name_value``, the sequence's name as a
+        bound value that ``EXECUTE IMMEDIATE`` parses.
+    """
     top = r.top
     # SETVAL(s, v, 0) makes v the next value unless s is already past v (then
     # it changes nothing and returns NULL): atomic beside NEXTVAL, never back.

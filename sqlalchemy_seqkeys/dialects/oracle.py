@@ -16,7 +16,11 @@ _CATALOG = sa.text(
 
 
 def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
-    """``(increment, cycles)`` of ``sequence`` from ``all_sequences``; None if there is none."""
+    """``(increment, cycles)`` of ``sequence`` from ``all_sequences``; None if there is none.
+
+    :param conn: a connection to the database; its ``schema_translate_map`` applies.
+    :param sequence: the native sequence, as declared (``sa.Sequence``).
+    """
     dialect = conn.dialect
     schema = sequence_schema(conn, sequence)
     params = {

@@ -14,7 +14,7 @@ from sqlalchemy_seqkeys.dialects import (
     DialectFacts,
     GuidStorage,
     SequenceResync,
-    sequence_name_value,
+    read_catalog_by_name,
 )
 
 _MAX_VALUE = 2**63 - 1
@@ -25,13 +25,22 @@ _CATALOG = sa.text(
 
 
 def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
-    """``(increment, cycles)`` of ``sequence`` from ``pg_sequence``; None if there is none."""
-    row = conn.execute(_CATALOG, {"name": sequence_name_value(conn, sequence)}).first()
-    return None if row is None else (int(row[0]), bool(row[1]))
+    """``(increment, cycles)`` of ``sequence`` from ``pg_sequence``; None if there is none.
+
+    :param conn: a connection; the name reaches ``to_regclass`` with its schema
+        translated by the connection's ``schema_translate_map``.
+    :param sequence: the native sequence, as declared (``sa.Sequence``).
+    """
+    return read_catalog_by_name(conn, sequence, _CATALOG)
 
 
 def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int | None:
-    """The value the next ``nextval`` of ``sequence`` returns, read without calling it."""
+    """The value the next ``nextval`` of ``sequence`` returns, read without calling it.
+
+    :param conn: a connection to the database; its ``schema_translate_map`` applies.
+    :param sequence: the native sequence, as declared (``sa.Sequence``).
+    :param increment: the sequence's ``INCREMENT BY``, as its catalog says.
+    """
     relation = sa.table(
         sequence.name, sa.column("last_value"), sa.column("is_called"), schema=sequence.schema
     )
@@ -40,14 +49,21 @@ def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int
 
 
 def sequence_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
-    """``n`` values of ``sequence`` in one statement: ``nextval`` over ``generate_series``."""
+    """``n`` values of ``sequence`` in one statement: ``nextval`` over ``generate_series``.
+
+    :param sequence: the native sequence to take the values from.
+    :param n: how many values, 1 or more.
+    """
     # nextval() is volatile: evaluated once per row, never rolled back
     rows = sa.func.generate_series(1, n).table_valued("i")
     return sa.select(sequence.next_value()).select_from(rows)
 
 
 class SequenceNoCycle(ExecutableDDLElement):
-    """``ALTER SEQUENCE name NO CYCLE``, the name quoted by the compiler (never by hand)."""
+    """``ALTER SEQUENCE name NO CYCLE``, the name quoted by the compiler (never by hand).
+
+    :param sequence: the sequence to alter (a ``schema_translate_map`` applies).
+    """
 
     def __init__(self, sequence: sa.Sequence) -> None:
         self.sequence = sequence
@@ -59,7 +75,12 @@ def _compile_no_cycle(element: SequenceNoCycle, compiler: Any, **kw: Any) -> str
 
 
 def resync_statements(r: SequenceResync) -> list[sa.Executable]:
-    """``ALTER SEQUENCE ... NO CYCLE`` (the lock), then a ``setval`` that only moves forward."""
+    """``ALTER SEQUENCE ... NO CYCLE`` (the lock), then a ``setval`` that only moves forward.
+
+    :param r: what to resync (a :class:`~sqlalchemy_seqkeys.dialects.SequenceResync`):
+        the sequence, locked and read as a relation, ``r.top`` (``MAX(column)``) and
+        ``r.name_value``, cast to ``regclass`` for ``setval``.
+    """
     sequence, top = r.sequence, r.top
     # ALTER SEQUENCE blocks nextval and setval until the transaction ends, so
     # no block can be taken between reading the sequence and moving it.
@@ -97,12 +118,7 @@ def resync_statements(r: SequenceResync) -> list[sa.Executable]:
 
 FACTS = DialectFacts(
     display_name="PostgreSQL",
-    guid_storage=GuidStorage(
-        text=postgresql.UUID(as_uuid=True),
-        binary=postgresql.UUID(as_uuid=True),
-        text_form="native",
-        binary_form="native",
-    ),
+    guid_storage=GuidStorage.native(postgresql.UUID(as_uuid=True)),
     guid_order=CombLayout.AS_STRING,
     autocommit_allocation=True,
     read_sequence_catalog=read_catalog,

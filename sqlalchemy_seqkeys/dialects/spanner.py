@@ -14,7 +14,11 @@ MOST_PER_STATEMENT = 10_000
 
 
 def sequence_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
-    """Up to ``n`` values of ``sequence`` in one statement (at most MOST_PER_STATEMENT)."""
+    """Up to ``n`` values of ``sequence`` in one statement (at most MOST_PER_STATEMENT).
+
+    :param sequence: the native sequence to take the values from.
+    :param n: how many values are wanted, 1 or more.
+    """
     # GET_NEXT_SEQUENCE_VALUE once per row, skip range applied by Spanner;
     # not given back when the transaction rolls back (checked on the emulator)
     n = min(n, MOST_PER_STATEMENT)
