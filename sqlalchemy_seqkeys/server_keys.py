@@ -74,6 +74,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from ._dialect import dialect_key, facts
+from .dialects import server_named, server_version
 from .errors import UnsupportedServerFunctionError
 from .types import CombGuid
 from .uuid7_sql import ServerUuid7
@@ -159,15 +160,23 @@ def _refuse(server: str, why: str) -> UnsupportedServerFunctionError:
     return UnsupportedServerFunctionError(f"server_uuid(): {server} {why}; {_CLIENT_SIDE}")
 
 
-def _wrong_storage(
+def _check_storage(
     element: ServerUuid,
+    dialect: Dialect,
     server: str,
     function: str,
-    storage: str,
-    wanted: str,
+    wanted: tuple[str, ...],
     declare: str,
     fits: str = "keeps time order only in",
-) -> UnsupportedServerFunctionError:
+) -> None:
+    """Raise unless the column (if known) is stored as one of ``wanted``.
+
+    A form matches the type as the DDL writes it, alone or with attributes
+    after it (``CHAR(36) CHARACTER SET ASCII``).
+    """
+    storage = _storage(element, dialect)
+    if storage is None or any(storage == f or storage.startswith(f"{f} ") for f in wanted):
+        return
     column = element.column
     where = "the column"
     if column is not None:
@@ -175,27 +184,11 @@ def _wrong_storage(
         where = (
             f"column {table.name}.{column.name}" if table is not None else f"column {column.name}"
         )
-    return UnsupportedServerFunctionError(
+    raise UnsupportedServerFunctionError(
         f"server_uuid(): on {server} the server's key is {function}, which {fits} "
-        f"a {wanted} column, and {where} is {storage}; declare it {declare}, or "
-        f"{_CLIENT_SIDE}"
+        f"a {' or '.join(wanted)} column, and {where} is {storage}; declare it {declare}, "
+        f"or {_CLIENT_SIDE}"
     )
-
-
-def _version_text(info: tuple[Any, ...] | None) -> str:
-    return "" if not info else " " + ".".join(str(part) for part in info)
-
-
-def _numbers(info: tuple[Any, ...] | None) -> tuple[int, ...] | None:
-    """The leading numbers of a server version (some servers add words); None: unknown."""
-    if not info:
-        return None
-    numbers = []
-    for part in info:
-        if not isinstance(part, int):
-            break
-        numbers.append(part)
-    return tuple(numbers)
 
 
 # -- per dialect -------------------------------------------------------------------------
@@ -216,9 +209,8 @@ def _compile_postgresql(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -
     try:
         return compiler.process(ServerUuid7(), **kw)
     except UnsupportedServerFunctionError as exc:
-        info = compiler.dialect.server_version_info
         raise _refuse(
-            f"PostgreSQL{_version_text(info)}",
+            server_named("PostgreSQL", compiler.dialect),
             "has no time-ordered UUID function (uuidv7() came in 18; gen_random_uuid() "
             "is random and would scatter the index)",
         ) from exc
@@ -226,50 +218,40 @@ def _compile_postgresql(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -
 
 def _compile_mysql_family(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str:
     dialect = compiler.dialect
-    info = dialect.server_version_info
-    version = _numbers(info)
-    storage = _storage(element, dialect)
+    version = server_version(dialect)
     if getattr(dialect, "is_mariadb", False) or dialect.name == "mariadb":
-        server = f"MariaDB{_version_text(info)}"
+        server = server_named("MariaDB", dialect)
         try:
             function = compiler.process(ServerUuid7(), **kw)  # 11.7+, or no version known
         except UnsupportedServerFunctionError:
             pass
         else:
-            if storage is not None and storage != "UUID" and not storage.startswith("CHAR(36)"):
-                raise _wrong_storage(
-                    element,
-                    server,
-                    function,
-                    storage,
-                    "UUID or CHAR(36)",
-                    "CombGuid(native_uuid=True) or CombGuid()",
-                )
+            _check_storage(
+                element,
+                dialect,
+                server,
+                function,
+                ("UUID", "CHAR(36)"),
+                "CombGuid(native_uuid=True) or CombGuid()",
+            )
             return f"({function})"
         if version is not None and version < _MARIADB_UUID_TYPE:
             raise _refuse(server, "has neither UUID_v7() (11.7) nor the UUID type (10.7)")
-        if storage is not None and storage != "UUID":
-            raise _wrong_storage(
-                element,
-                server,
-                "UUID() (version 1)",
-                storage,
-                "UUID",
-                "CombGuid(native_uuid=True) on MariaDB 10.11.5 or later",
-            )
+        _check_storage(
+            element,
+            dialect,
+            server,
+            "UUID() (version 1)",
+            ("UUID",),
+            "CombGuid(native_uuid=True) on MariaDB 10.11.5 or later",
+        )
         return "(UUID())"
-    server = f"MySQL{_version_text(info)}"
+    server = server_named("MySQL", dialect)
     if version is not None and version < _MYSQL_DEFAULT_EXPRESSIONS:
         raise _refuse(server, "takes expressions as column defaults from 8.0.13 only")
-    if storage is not None and storage != "BINARY(16)":
-        raise _wrong_storage(
-            element,
-            server,
-            "UUID_TO_BIN(UUID(), 1)",
-            storage,
-            "BINARY(16)",
-            "CombGuid(binary=True)",
-        )
+    _check_storage(
+        element, dialect, server, "UUID_TO_BIN(UUID(), 1)", ("BINARY(16)",), "CombGuid(binary=True)"
+    )
     # In parentheses, as MySQL wants an expression default: SQLAlchemy 2.1 adds
     # them only where it knows the server's version, 2.0.28 never (2.1 does not
     # add a second pair to a default that starts with one)
@@ -282,25 +264,26 @@ compiles(ServerUuid, "mariadb")(_compile_mysql_family)
 
 @compiles(ServerUuid, "mssql")
 def _compile_mssql(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str:
-    storage = _storage(element, compiler.dialect)
-    if storage is not None and storage != "UNIQUEIDENTIFIER":
-        raise _wrong_storage(
-            element, "SQL Server", "NEWSEQUENTIALID()", storage, "UNIQUEIDENTIFIER", "CombGuid()"
-        )
+    _check_storage(
+        element,
+        compiler.dialect,
+        "SQL Server",
+        "NEWSEQUENTIALID()",
+        ("UNIQUEIDENTIFIER",),
+        "CombGuid()",
+    )
     return "NEWSEQUENTIALID()"
 
 
 @compiles(ServerUuid, "spanner+spanner")  # sqlalchemy-spanner's dialect name
 def _compile_spanner(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str:
-    storage = _storage(element, compiler.dialect)
-    if storage is not None and storage != "STRING(36)":
-        raise _wrong_storage(
-            element,
-            "Spanner",
-            "GENERATE_UUID()",
-            storage,
-            "STRING(36)",
-            "CombGuid()",
-            fits="is text and fits only",
-        )
+    _check_storage(
+        element,
+        compiler.dialect,
+        "Spanner",
+        "GENERATE_UUID()",
+        ("STRING(36)",),
+        "CombGuid()",
+        fits="is text and fits only",
+    )
     return "GENERATE_UUID()"  # sqlalchemy-spanner puts a default in parentheses itself

@@ -13,11 +13,13 @@ import uuid
 import warnings
 from typing import Any
 
+from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from ._dialect import dialect_key, facts
+from .dialects import server_named, server_version
 from .errors import UnsupportedServerFunctionError
 from .types import CombGuid
 
@@ -99,20 +101,10 @@ def _refuse(server: str) -> UnsupportedServerFunctionError:
     )
 
 
-def _version(info: tuple[int | str, ...] | None) -> str:
-    return "" if not info else " " + ".".join(str(part) for part in info)
-
-
-def _older(info: tuple[int | str, ...] | None, minimum: tuple[int, ...]) -> bool:
+def _older(dialect: Dialect, minimum: tuple[int, ...]) -> bool:
     """Whether a known server version is below ``minimum`` (unknown: no)."""
-    if not info:
-        return False
-    numbers = []
-    for part in info:  # leading numbers only: some servers add words
-        if not isinstance(part, int):
-            break
-        numbers.append(part)
-    return tuple(numbers) < minimum
+    version = server_version(dialect)
+    return version is not None and version < minimum
 
 
 @compiles(ServerUuid7)
@@ -125,19 +117,18 @@ def _compile_elsewhere(element: ServerUuid7, compiler: SQLCompiler, **kw: Any) -
 
 @compiles(ServerUuid7, "postgresql")
 def _compile_postgresql(element: ServerUuid7, compiler: SQLCompiler, **kw: Any) -> str:
-    info = compiler.dialect.server_version_info
-    if _older(info, _POSTGRESQL_MIN):
-        raise _refuse(f"PostgreSQL{_version(info)} (uuidv7() came in 18)")
+    dialect = compiler.dialect
+    if _older(dialect, _POSTGRESQL_MIN):
+        raise _refuse(f"{server_named('PostgreSQL', dialect)} (uuidv7() came in 18)")
     return "uuidv7()"
 
 
 def _compile_mysql_family(element: ServerUuid7, compiler: SQLCompiler, **kw: Any) -> str:
     dialect = compiler.dialect
-    info = dialect.server_version_info
     if not getattr(dialect, "is_mariadb", False):
-        raise _refuse(f"MySQL{_version(info)}")
-    if _older(info, _MARIADB_MIN):
-        raise _refuse(f"MariaDB{_version(info)} (UUID_v7() came in 11.7)")
+        raise _refuse(server_named("MySQL", dialect))
+    if _older(dialect, _MARIADB_MIN):
+        raise _refuse(f"{server_named('MariaDB', dialect)} (UUID_v7() came in 11.7)")
     return "UUID_v7()"
 
 
