@@ -800,6 +800,12 @@ def doctor(bind: sa.Engine | sa.Connection, metadata: sa.MetaData) -> DoctorRepo
     Returns a :class:`DoctorReport`; nothing outside temporary tables is
     written, and every check's transaction is rolled back.
 
+    :param bind: an :class:`~sqlalchemy.engine.Engine` (a connection is taken
+        and returned) or a :class:`~sqlalchemy.engine.Connection` (used as it
+        is); for an ``AsyncEngine`` use :func:`doctor_async`.
+    :param metadata: the application's ``MetaData`` (``Base.metadata``): its
+        tables' key columns and their defaults are what is checked.
+
     Example::
 
         report = doctor(engine, Base.metadata)
@@ -819,6 +825,13 @@ def doctor(bind: sa.Engine | sa.Connection, metadata: sa.MetaData) -> DoctorRepo
 
 async def doctor_async(bind: AsyncEngine | AsyncConnection, metadata: sa.MetaData) -> DoctorReport:
     """:func:`doctor` for an ``AsyncEngine`` or ``AsyncConnection``.
+
+    The same checks and report; the SQL runs in SQLAlchemy's greenlet.
+
+    :param bind: an :class:`~sqlalchemy.ext.asyncio.AsyncEngine` (a connection
+        is taken and returned) or an
+        :class:`~sqlalchemy.ext.asyncio.AsyncConnection` (used as it is).
+    :param metadata: the application's ``MetaData``, as for :func:`doctor`.
 
     Example::
 

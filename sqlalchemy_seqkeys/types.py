@@ -137,6 +137,12 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
     them (those that read as versions 1 to 5) and scrambles their order: a
     ``new_comb_guid`` default on such a column is refused.
 
+    :param binary: store 16 bytes instead of the 36-character text where the
+        engine has both (no change where its own UUID type is used).
+    :param native_uuid: MariaDB's own ``UUID`` type where it keeps UUIDv7 keys
+        (``default=new_uuid7``) in order, MariaDB 10.11.5 and later; elsewhere
+        the column is what it would be without it. Not with ``binary``.
+
     Example::
 
         id: Mapped[uuid.UUID] = mapped_column(
@@ -329,6 +335,10 @@ class CombGuidDefault:
     Use the ready instance :data:`new_comb_guid`; construct one (or call
     :meth:`with_layout`) only to force a layout on every dialect.
 
+    :param layout: the :class:`~sqlalchemy_seqkeys.CombLayout` (or its value,
+        ``"at_end"``) minted on every dialect; None: the one each dialect's
+        ``ORDER BY`` follows (random version 4 UUIDs on Spanner).
+
     Example::
 
         id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
@@ -358,6 +368,9 @@ class CombGuidDefault:
     def with_layout(self, layout: CombLayout | str) -> CombGuidDefault:
         """Return a default that always mints ``layout``, whatever the dialect.
 
+        :param layout: a :class:`~sqlalchemy_seqkeys.CombLayout` or its value
+            (``"as_string"``, ``"as_binary"``, ``"at_end"``).
+
         Example::
 
             >>> new_comb_guid.with_layout("as_binary")
@@ -367,6 +380,9 @@ class CombGuidDefault:
 
     def layout_for(self, dialect: Dialect | str) -> CombLayout | None:
         """The layout minted on ``dialect`` (a Dialect or its name); None means uuid4.
+
+        :param dialect: a Dialect, or a dialect name (``"mssql"``); an unknown
+            name raises :class:`~sqlalchemy_seqkeys.UnknownDialectError`.
 
         Example::
 
@@ -383,6 +399,9 @@ class CombGuidDefault:
 
     def minter(self, dialect: Dialect | str) -> Callable[[], uuid.UUID]:
         """The zero-argument function this default calls on ``dialect``.
+
+        :param dialect: a Dialect, or a dialect name; an unknown name raises
+            :class:`~sqlalchemy_seqkeys.UnknownDialectError`.
 
         Example::
 
