@@ -470,7 +470,15 @@ class _HeldWorkerId:
             raise self._lost_error()
 
     def extend_mark(self, until_ms: int) -> None:
-        """Move the mark past ``until_ms`` now: a generator's clock jumped forward."""
+        """Move the mark past ``until_ms`` now: a generator's clock jumped forward.
+
+        Renews the row now, then checks the lease: a renewal that fails raises
+        :class:`~sqlalchemy_seqkeys.WorkerLeaseLostError` (a ``SeqKeysError``
+        it raised, as it is), and so does a lease no longer certain.
+
+        :param until_ms: the Unix millisecond the committed mark must reach (the
+            timestamp the generator is about to mint).
+        """
         try:
             self._extend(until_ms)
         except SeqKeysError:
@@ -484,14 +492,22 @@ class _HeldWorkerId:
         self.assert_held()
 
     def bind_minter(self, make: Callable[[_M | None], _M]) -> _M:
-        """Under the lease's lock, the minter every generator bound to it shares."""
+        """Under the lease's lock, the minter every generator bound to it shares.
+
+        :param make: called with the lease's current minter (None for the first
+            generator bound); what it returns becomes the shared one.
+        """
         with self._bind_lock:
             minter = make(self._minter)  # type: ignore[arg-type]
             self._minter = minter
             return minter
 
     def in_this_process(self, clock: Callable[[], int]) -> Lease:
-        """The lease of the current process: after a fork, one claimed for it (once)."""
+        """The lease of the current process: after a fork, one claimed for it (once).
+
+        :param clock: the bound generators' clock (nanoseconds since the Unix
+            epoch), which a lease claimed for a forked child mints with.
+        """
         if self._kind != "WorkerLease" and not self._in_owner_process():
             raise ForkedWorkerError(
                 f"this process was forked from the one that holds {self._kind} worker id "
@@ -922,10 +938,22 @@ class AsyncWorkerLease:
     cannot renew its parent's lease: its generators raise
     :class:`~sqlalchemy_seqkeys.ForkedWorkerError` until bound to one of its own.
 
-    :param engine: an :class:`~sqlalchemy.ext.asyncio.AsyncEngine`.
-    :param kwargs: the keyword arguments of :class:`WorkerLease` (``ttl``,
-        ``table``, ``max_worker_id``, ``create_table``, ``clock``,
-        ``max_skew``, ``max_wait``).
+    :param engine: an :class:`~sqlalchemy.ext.asyncio.AsyncEngine` (for an
+        ``Engine`` use :class:`WorkerLease`).
+    :param ttl: seconds a lease lives without renewal.
+    :param table: the lease table's name.
+    :param max_worker_id: the largest worker id handed out (1023 for the
+        default snowflake layout).
+    :param create_table: create the table at start if it is missing.
+    :param clock: nanoseconds since the Unix epoch (default ``time.time_ns``),
+        as for :class:`WorkerLease`.
+    :param max_skew: seconds the clock may be from the database server's.
+    :param max_wait: seconds :meth:`start` waits for this clock to pass the
+        previous holder's ids.
+
+    The keywords, their defaults and their checks are :class:`WorkerLease`'s;
+    a bad value raises :class:`~sqlalchemy_seqkeys.InvalidLeaseError` at
+    construction.
 
     Example (a FastAPI lifespan)::
 
@@ -938,7 +966,18 @@ class AsyncWorkerLease:
                 yield
     """
 
-    def __init__(self, engine: AsyncEngine, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        ttl: float = 30.0,
+        table: str = DEFAULT_TABLE,
+        max_worker_id: int = 1023,
+        create_table: bool = True,
+        clock: Callable[[], int] | None = None,
+        max_skew: float = 2.0,
+        max_wait: float = 5.0,
+    ) -> None:
         if not _is_async_engine(engine):
             hint = (
                 "for a sync Engine use `with WorkerLease(engine) as lease:`"
@@ -948,7 +987,16 @@ class AsyncWorkerLease:
             raise InvalidLeaseError(f"engine must be an AsyncEngine, not {engine!r}; {hint}")
         self.engine = engine
         #: the :class:`WorkerLease` this one wraps (its SQL runs in the greenlet)
-        self.sync_lease = sync = WorkerLease(engine.sync_engine, **kwargs)
+        self.sync_lease = sync = WorkerLease(
+            engine.sync_engine,
+            ttl=ttl,
+            table=table,
+            max_worker_id=max_worker_id,
+            create_table=create_table,
+            clock=clock,
+            max_skew=max_skew,
+            max_wait=max_wait,
+        )
         sync._kind = "AsyncWorkerLease"
         sync._extend = self._extend
         self.ttl, self.max_worker_id, self.max_wait = sync.ttl, sync.max_worker_id, sync.max_wait
