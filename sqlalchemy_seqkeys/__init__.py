@@ -66,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "server_uuid": "server_keys",
     "ShardId": "shard",
     "farm_fingerprint": "shard",
+    "fill_shard_columns": "shard",
     "shard_of": "shard",
     "spanner_shard_column": "shard",
     "spanner_string": "shard",
@@ -119,7 +120,14 @@ if TYPE_CHECKING:  # what mypy and IDEs see: the real names
         sequences_table,
     )
     from .server_keys import ServerUuid, server_uuid
-    from .shard import ShardId, farm_fingerprint, shard_of, spanner_shard_column, spanner_string
+    from .shard import (
+        ShardId,
+        farm_fingerprint,
+        fill_shard_columns,
+        shard_of,
+        spanner_shard_column,
+        spanner_string,
+    )
     from .snowflake import ClockBackwardsMode, Snowflake, rotate_digits, unrotate_digits
     from .timerange import comb_bounds, snowflake_bounds, uuid7_bounds
     from .typeid import TypeID, TypeIDDefault, new_typeid, typeid_default
@@ -165,6 +173,7 @@ __all__ = [
     "drop_table_sequence",
     "drop_table_sequence_async",
     "farm_fingerprint",
+    "fill_shard_columns",
     "new_comb",
     "new_comb_guid",
     "new_typeid",

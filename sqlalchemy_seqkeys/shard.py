@@ -23,30 +23,53 @@ fingerprints are negative)::
 
 FarmHash comes from the optional ``farmhash`` extra
 (``pip install 'sqlalchemy-seqkeys[farmhash]'``).
+
+:func:`spanner_shard_column` declares the column Spanner generates; on the
+other engines an engine fills it on INSERT once it opts in, with
+:func:`fill_shard_columns` or SQLAlchemy's engine plugin ``seqkeys_shards``
+(:class:`ShardColumnsPlugin`).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
+import warnings
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import sqlalchemy as sa
 from sqlalchemy import event
+from sqlalchemy.engine import CreateEnginePlugin
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateColumn
 from sqlalchemy.sql.compiler import DDLCompiler
 
-from sqlalchemy_seqkeys._compat import CopiedComputed, insert_multi_values, insert_values
+from sqlalchemy_seqkeys._compat import (
+    CopiedComputed,
+    insert_multi_values,
+    insert_values,
+    proxied_engine,
+)
 from sqlalchemy_seqkeys._dialect import facts
-from sqlalchemy_seqkeys._validate import check_flag, check_int, check_name
+from sqlalchemy_seqkeys._validate import check_flag, check_int, check_name, shown
 from sqlalchemy_seqkeys.errors import InvalidShardError, MissingExtraError, NaiveDatetimeError
 
-__all__ = ["ShardId", "farm_fingerprint", "shard_of", "spanner_shard_column", "spanner_string"]
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+__all__ = [
+    "ShardId",
+    "farm_fingerprint",
+    "fill_shard_columns",
+    "shard_of",
+    "spanner_shard_column",
+    "spanner_string",
+]
 
 #: Spanner's MOD takes INT64 operands
 MAX_SHARDS = 2**63 - 1
@@ -77,6 +100,8 @@ def farm_fingerprint(value: str | bytes) -> int:
 
         >>> farm_fingerprint("1footrue")
         -1541654101129638711
+
+    :param value: the text (hashed as UTF-8) or bytes to hash.
     """
     if isinstance(value, str):
         data: bytes = value.encode("utf-8")
@@ -100,6 +125,11 @@ def shard_of(value: str | bytes, shards: int, *, non_negative: bool = False) -> 
 
         >>> shard_of("alphabet", 2048)
         -107
+
+    :param value: the text (hashed as UTF-8) or bytes to hash.
+    :param shards: the number of shards ``N``, from 1 to 2**63 - 1.
+    :param non_negative: ``True`` for Python's ``%`` (``0 .. N - 1``) instead of
+        Spanner's ``MOD``.
     """
     check_int(shards, "shards", InvalidShardError, min=1, max=MAX_SHARDS)
     check_flag(non_negative, "non_negative", InvalidShardError)
@@ -148,6 +178,8 @@ def spanner_string(value: object) -> str:
 
         >>> spanner_string(True), spanner_string(-5), spanner_string(date(2024, 1, 2))
         ('true', '-5', '2024-01-02')
+
+    :param value: a ``bool``, ``int``, ``str``, aware ``datetime`` or ``date``.
     """
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -183,6 +215,11 @@ class ShardId:
         shard: Mapped[int] = mapped_column(
             BigInteger, primary_key=True, default=ShardId("last_access", shards=2048)
         )
+
+    :param columns: the names (keys) of the row's columns to hash, in order; at least one.
+    :param shards: the number of shards ``N``, from 1 to 2**63 - 1.
+    :param non_negative: ``True`` for ``0 .. N - 1``; ``False``, Spanner's ``MOD``,
+        keeps the fingerprint's sign.
     """
 
     def __init__(self, *columns: str, shards: int, non_negative: bool = False) -> None:
@@ -207,6 +244,8 @@ class ShardId:
 
             >>> ShardId("n", "s", "b", shards=16).of(1, "foo", True)
             -7
+
+        :param values: one value per hashed column, in the column order.
         """
         if len(values) != len(self.columns):
             raise InvalidShardError(
@@ -297,6 +336,11 @@ _shard_columns_cache: weakref.WeakKeyDictionary[sa.Table, list[tuple[str, ShardI
 )
 _hook_lock = threading.Lock()
 _hook_installed = False
+#: the engines fill_shard_columns() was called for (their own listener fills), and the
+#: engines the deprecated process-wide hook has warned about; both hold root engines
+#: (an ``engine.execution_options(...)`` copy counts as its engine)
+_opted_in: weakref.WeakSet[sa.Engine] = weakref.WeakSet()
+_warned: weakref.WeakSet[sa.Engine] = weakref.WeakSet()
 
 
 def _shard_columns(table: sa.Table) -> list[tuple[str, ShardId]]:
@@ -329,24 +373,64 @@ def _filled(row: Mapping[str, Any], shards: list[tuple[str, ShardId]]) -> dict[s
     return out
 
 
-def _fill_shard_ids(
-    conn: sa.Connection,
-    statement: Any,
-    multiparams: Sequence[Mapping[str, Any]],
-    params: Mapping[str, Any],
-    execution_options: Any,
-) -> tuple[Any, Sequence[Mapping[str, Any]], Mapping[str, Any]]:
-    """Fill the shard columns of an INSERT on engines where they are not generated."""
-    if not isinstance(statement, sa.Insert) or not isinstance(statement.table, sa.Table):
-        return statement, multiparams, params
-    shards = _shard_columns(statement.table)
-    if not shards or facts(conn.dialect).generates_shard_columns:
-        return statement, multiparams, params
-    if multiparams:
-        return statement, [_filled(row, shards) for row in multiparams], params
-    if params:
-        return statement, multiparams, _filled(params, shards)
-    return _filled_statement(statement, shards), multiparams, params
+#: what a ``before_execute`` listener returns: the statement and its parameters
+_Execution = tuple[Any, Sequence[Mapping[str, Any]], Mapping[str, Any]]
+
+
+def _shard_listener(*, implicit: bool) -> Callable[..., _Execution]:
+    """A ``before_execute`` listener that fills the shard columns of an INSERT on engines
+    where they are not generated: the one :func:`fill_shard_columns` installs on an engine,
+    or (``implicit``) the deprecated one on the ``Engine`` class, which leaves the engines
+    that opted in to their own listener and warns once for each of the others."""
+
+    def fill_shard_ids(
+        conn: sa.Connection,
+        statement: Any,
+        multiparams: Sequence[Mapping[str, Any]],
+        params: Mapping[str, Any],
+        execution_options: Any,
+    ) -> _Execution:
+        if not isinstance(statement, sa.Insert) or not isinstance(statement.table, sa.Table):
+            return statement, multiparams, params
+        shards = _shard_columns(statement.table)
+        if not shards or facts(conn.dialect).generates_shard_columns:
+            return statement, multiparams, params
+        engine = proxied_engine(conn.engine) if implicit else None
+        if engine is not None and engine in _opted_in:
+            return statement, multiparams, params  # the engine's own listener fills the row
+        filled: _Execution
+        if multiparams:
+            filled = statement, [_filled(row, shards) for row in multiparams], params
+        elif params:
+            filled = statement, multiparams, _filled(params, shards)
+        else:
+            filled = _filled_statement(statement, shards), multiparams, params
+        if engine is not None and engine not in _warned:
+            _warn_not_opted_in(engine, statement)
+        return filled
+
+    return fill_shard_ids
+
+
+_fill_shard_ids = _shard_listener(implicit=False)
+_fill_shard_ids_implicitly = _shard_listener(implicit=True)
+
+
+def _warn_not_opted_in(engine: sa.Engine, statement: sa.Insert) -> None:
+    """The deprecated hook filled a row of an engine that did not opt in: warn, once."""
+    with _hook_lock:
+        if engine in _warned:
+            return
+        _warned.add(engine)
+    warnings.warn(
+        f"sqlalchemy-seqkeys filled the shard column(s) of an INSERT into {statement.table} "
+        f"on {engine!r}, which did not opt in, through the hook on every Engine of the "
+        "process; that hook is deprecated since 0.3 and goes away in 0.4. Call "
+        "sqlalchemy_seqkeys.fill_shard_columns(engine) once after creating the engine, or "
+        "create it with create_engine(url, plugins=['seqkeys_shards'])",
+        DeprecationWarning,
+        stacklevel=2,
+    )
 
 
 def _filled_statement(statement: sa.Insert, shards: list[tuple[str, ShardId]]) -> sa.Insert:
@@ -376,8 +460,79 @@ def _install_hook() -> None:
     global _hook_installed
     with _hook_lock:
         if not _hook_installed:
-            event.listen(sa.Engine, "before_execute", _fill_shard_ids, retval=True)
+            event.listen(sa.Engine, "before_execute", _fill_shard_ids_implicitly, retval=True)
             _hook_installed = True
+
+
+def fill_shard_columns(engine: sa.Engine | AsyncEngine) -> None:
+    """Have ``engine`` fill the shard columns of :func:`spanner_shard_column` on INSERT.
+
+    Call it once for each engine that inserts into a table with a shard column,
+    right after creating the engine; or create the engine with SQLAlchemy's
+    engine plugin of this package, which calls it for you::
+
+        engine = create_engine(url, plugins=["seqkeys_shards"])
+        # or: create_engine("postgresql+psycopg://...?plugin=seqkeys_shards")
+
+    It installs a ``before_execute`` listener on this engine alone (an
+    ``AsyncEngine``'s ``sync_engine``; for an ``engine.execution_options(...)``
+    copy, the engine it copies). Calling it again for the same engine does
+    nothing. On Spanner the listener leaves the rows alone: the server computes
+    its generated column. Without it the rows are still filled, for one more
+    minor version, by a deprecated hook on every engine of the process, which
+    warns once per engine that did not opt in.
+
+    Example::
+
+        >>> engine = sa.create_engine("sqlite://")
+        >>> fill_shard_columns(engine)
+
+    :param engine: the ``Engine`` (from ``create_engine()``) or ``AsyncEngine``
+        (from ``create_async_engine()``) whose INSERTs fill the shard columns.
+    """
+    root = proxied_engine(engine if isinstance(engine, sa.Engine) else _sync_engine(engine))
+    with _hook_lock:
+        if root in _opted_in:
+            return
+        event.listen(root, "before_execute", _fill_shard_ids, retval=True)
+        _opted_in.add(root)
+
+
+def _sync_engine(engine: object) -> sa.Engine:
+    """An AsyncEngine's ``sync_engine``; anything else is refused."""
+    # an AsyncEngine exists only once its module is imported: no import of asyncio here
+    asyncio_ext = sys.modules.get("sqlalchemy.ext.asyncio")
+    async_engine = getattr(asyncio_ext, "AsyncEngine", None)
+    if async_engine is None or not isinstance(engine, async_engine):
+        raise InvalidShardError(
+            "fill_shard_columns() takes an Engine or an AsyncEngine (what create_engine() "
+            f"or create_async_engine() returns), not {shown(engine)} "
+            f"({type(engine).__name__}); for a Connection or a Session, pass the engine it "
+            "uses (connection.engine, session.get_bind())"
+        )
+    sync: sa.Engine = engine.sync_engine
+    return sync
+
+
+class ShardColumnsPlugin(CreateEnginePlugin):
+    """SQLAlchemy's engine plugin ``seqkeys_shards``: :func:`fill_shard_columns` on each new engine.
+
+    Installed with the package (the ``sqlalchemy.plugins`` entry point), and
+    named in ``create_engine(url, plugins=["seqkeys_shards"])``,
+    ``create_async_engine(url, plugins=["seqkeys_shards"])`` or the URL's
+    ``?plugin=seqkeys_shards``; SQLAlchemy constructs it, not the application.
+
+    :param url: the URL given to ``create_engine()``; the plugin takes nothing from it.
+    :param kwargs: the keyword arguments of ``create_engine()``; the plugin takes none.
+    """
+
+    def update_url(self, url: sa.URL) -> sa.URL:
+        """The URL unchanged: the plugin has no parameters of its own."""
+        return url
+
+    def engine_created(self, engine: sa.Engine) -> None:
+        """Opt the new engine in: :func:`fill_shard_columns`."""
+        fill_shard_columns(engine)
 
 
 def spanner_shard_column(
@@ -392,12 +547,17 @@ def spanner_shard_column(
     On Spanner the column is ``name INT64 NOT NULL AS (MOD(FARM_FINGERPRINT(
     CAST(c1 AS STRING)), shards)) STORED`` (several ``columns`` are joined
     with ``CONCAT``), so the server computes it. On the other engines it is a
-    plain ``BIGINT NOT NULL`` column, and every INSERT through an Engine gets
-    the same value computed in Python by :class:`ShardId`: from the ORM, from
-    ``conn.execute(insert(table), rows)`` and from ``insert(table).values(...)``.
-    The hashed columns' values must be in the INSERT itself (a column default
-    is computed too late to hash), and a shard id given by hand must be the
-    right one.
+    plain ``BIGINT NOT NULL`` column, and every INSERT through an engine that
+    opted in with :func:`fill_shard_columns` (or the ``seqkeys_shards`` engine
+    plugin) gets the same value computed in Python by :class:`ShardId`: from
+    the ORM, from ``conn.execute(insert(table), rows)`` and from
+    ``insert(table).values(...)``. The hashed columns' values must be in the
+    INSERT itself (a column default is computed too late to hash), and a shard
+    id given by hand must be the right one.
+
+    An engine that did not opt in is still filled, for one more minor version,
+    by a hook on every engine of the process that this function installs; it
+    warns once per such engine (``DeprecationWarning``).
 
     Example::
 
@@ -408,6 +568,16 @@ def spanner_shard_column(
             )
             LastAccess: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
             UserId: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+
+        engine = create_engine(url, plugins=["seqkeys_shards"])  # fills it on INSERT
+
+    :param name: the column's name.
+    :param columns: the names (keys) of the columns to hash, in order; at least one.
+    :param shards: the number of shards ``N``, from 1 to 2**63 - 1.
+    :param non_negative: ``True`` for ``0 .. N - 1`` (``MOD(MOD(..., N) + N, N)``);
+        ``False``, Spanner's ``MOD``, keeps the fingerprint's sign.
+    :param column_kw: keyword arguments of ``sqlalchemy.Column`` (``primary_key=True``);
+        ``nullable`` and ``autoincrement`` default to ``False``.
     """
     check_name(name, "name", InvalidShardError)
     shard = ShardId(*columns, shards=shards, non_negative=non_negative)

@@ -1,21 +1,26 @@
-"""reverse_bits and the FarmHash shard ids, against the BRIEF's emulator vectors."""
+"""reverse_bits and the FarmHash shard ids, against the BRIEF's emulator vectors; the opt-in
+of an engine to shard-column filling (fill_shard_columns and the seqkeys_shards plugin)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import given
 from hypothesis import strategies as st
+from sqlalchemy.orm import Session
 
 from sqlalchemy_seqkeys import (
     InvalidBitReversalError,
     InvalidShardError,
     Snowflake,
     farm_fingerprint,
+    fill_shard_columns,
     reverse_bits,
     shard_of,
 )
+from sqlalchemy_seqkeys.shard import ShardColumnsPlugin
 from tests._helpers import without_package
 
 
@@ -85,3 +90,61 @@ def test_missing_farmhash_names_the_extra() -> None:
         "    print(exc)\n"
     )
     assert "sqlalchemy-seqkeys[farmhash]" in without_package("farmhash", code)
+
+
+# -- fill_shard_columns: the opt-in of one engine ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: "sqlite://", lambda: None, lambda: 5, sa.MetaData, Session, ShardColumnsPlugin],
+    ids=["url", "None", "int", "MetaData", "Session", "the plugin class"],
+)
+def test_fill_shard_columns_takes_engines_only(make: Any) -> None:
+    bad = make() if make is not ShardColumnsPlugin else make
+    with pytest.raises(InvalidShardError, match="takes an Engine or an AsyncEngine") as info:
+        fill_shard_columns(bad)
+    assert f"({type(bad).__name__})" in str(info.value)
+
+
+def test_fill_shard_columns_refuses_a_connection_and_names_its_engine() -> None:
+    engine = sa.create_engine("sqlite://")
+    with engine.connect() as conn, pytest.raises(InvalidShardError, match=r"connection\.engine"):
+        fill_shard_columns(conn)  # type: ignore[arg-type]
+    assert not sa.event.contains(engine, "before_execute", _fill_shard_ids())
+
+
+def test_fill_shard_columns_installs_one_listener_on_that_engine_only() -> None:
+    engine, other = sa.create_engine("sqlite://"), sa.create_engine("sqlite://")
+    assert fill_shard_columns(engine) is None
+    fill_shard_columns(engine)
+    fill_shard_columns(engine.execution_options(compiled_cache=None))  # the same engine
+    assert sa.event.contains(engine, "before_execute", _fill_shard_ids())
+    assert not sa.event.contains(other, "before_execute", _fill_shard_ids())
+    assert len(list(engine.dispatch.before_execute)) - len(list(other.dispatch.before_execute)) == 1
+
+
+def test_fill_shard_columns_of_an_async_engine_is_its_sync_engine() -> None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine("sqlite+aiosqlite://")
+    fill_shard_columns(engine)
+    assert sa.event.contains(engine.sync_engine, "before_execute", _fill_shard_ids())
+
+
+def test_the_seqkeys_shards_engine_plugin_is_installed() -> None:
+    from importlib.metadata import entry_points
+
+    (point,) = entry_points(group="sqlalchemy.plugins", name="seqkeys_shards")
+    assert point.load() is ShardColumnsPlugin
+    engine = sa.create_engine("sqlite://", plugins=["seqkeys_shards"])
+    assert sa.event.contains(engine, "before_execute", _fill_shard_ids())
+    assert engine.url.render_as_string() == "sqlite://"  # nothing of the plugin's is left
+    queried = sa.create_engine("sqlite:///?plugin=seqkeys_shards")
+    assert sa.event.contains(queried, "before_execute", _fill_shard_ids())
+
+
+def _fill_shard_ids() -> Any:
+    from sqlalchemy_seqkeys import shard
+
+    return shard._fill_shard_ids
