@@ -186,6 +186,27 @@ class Blocks:
             return None
         return self.failed[1]
 
+    def used_up(self) -> bool:
+        """Whether the current block and every spare are used up (lock held)."""
+        return not self.spares and length_hint(self.block[0]) == 0
+
+    # -- the slow path: the spares, then a fetch --------------------------------------
+
+    def take_held(self) -> int | None:
+        """A value of the current block, else of the spares in turn; None: all used up.
+
+        Where :meth:`take` found the block used up, the next spare is installed
+        under the lock, and only if that block is still the current one.
+        """
+        while True:
+            block = self.block
+            value = self.take()
+            if value is not None:
+                return value
+            with self.lock:
+                if not self.advance(block):
+                    return None
+
     # -- inline, every caller that runs out fetches --------------------------------
 
     def take_or_fetch(self, fetch: Callable[[], Block | None]) -> int:
@@ -197,13 +218,9 @@ class Blocks:
         caller) or None to be called again (nothing usable was fetched).
         """
         while True:
-            block = self.block
-            value = self.take()
+            value = self.take_held()
             if value is not None:
                 return value
-            with self.lock:
-                if self.advance(block):
-                    continue
             fetched = fetch()
             if fetched is None:
                 continue
@@ -228,13 +245,12 @@ class Blocks:
         deadline: float | None = None
         waited_since: int | None = None  # fetches ended when this call began to wait
         while True:
-            block = self.block
-            value = self.take()
+            value = self.take_held()
             if value is not None:
                 return value
             with self.lock:
-                if self.advance(block):
-                    continue
+                if not self.used_up():
+                    continue  # a block came meanwhile
                 if (failure := self.failure_since(waited_since)) is not None:
                     waits.raise_error(self, failure)  # the fetch it waited for
                 if self.error is not None:
@@ -319,12 +335,9 @@ class Blocks:
         deadline: float | None = None
         waited_since: int | None = None
         while True:
-            block = self.block
-            value = self.take()
+            value = self.take_held()  # its lock: never contended, one thread only
             if value is not None:
                 return value
-            if self.advance(block):
-                continue
             if (failure := self.failure_since(waited_since)) is not None:
                 waits.raise_error(self, failure)
             if self.error is not None:
