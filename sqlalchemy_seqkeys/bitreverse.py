@@ -95,6 +95,8 @@ def reverse_bits(n: int) -> int:
     ``n`` (checked on the emulator: counter 1 gives 2**62, counter 2 gives
     2**61), and its own inverse.
 
+    :param n: the counter, 0 to 2**63 - 1.
+
     Example::
 
         >>> reverse_bits(2)
@@ -147,6 +149,10 @@ class BitReversed:
     ``skip_range=(low, high)`` never hands out a value in ``low .. high``
     (inclusive): like Spanner, the counter that would give one is consumed
     and the next one is taken. Use it for keys that already exist.
+
+    :param source: a :class:`~sqlalchemy_seqkeys.TableSequence` (or another
+        callable taking the execution context) or an ``sqlalchemy.Sequence``.
+    :param skip_range: ``(low, high)``: values never handed out (inclusive).
 
     Example::
 

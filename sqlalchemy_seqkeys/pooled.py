@@ -511,6 +511,14 @@ def resync_pooled_statements(
     identifiers follow that connection's map, as in any statement; the
     sequence's name as a value is translated here.
 
+    :param dialect: the dialect the statements are for (PostgreSQL or MariaDB).
+    :param name: the native sequence's name.
+    :param table: the table that holds the keys: its name (with ``schema``) or a ``Table``.
+    :param column: its integer key column.
+    :param schema: the table's schema, for a table given by name.
+    :param sequence_schema: the sequence's schema.
+    :param schema_translate_map: the map of the connection that will run them.
+
     Example::
 
         >>> from sqlalchemy.dialects import postgresql
@@ -566,6 +574,15 @@ def resync_pooled_sequence(
     :class:`~sqlalchemy_seqkeys.SequenceNotFoundError` without the sequence,
     :class:`~sqlalchemy_seqkeys.SequenceExhaustedError` when the column holds
     2**63 - 1.
+
+    :param bind: an Engine (a transaction of its own, committed) or a
+        Connection (joins its transaction).
+    :param name: the pooled sequence's name.
+    :param table: the table that holds the keys: its name (with ``schema``) or a ``Table``.
+    :param column: its integer key column.
+    :param schema: the table's schema, for a table given by name.
+    :param sequence_schema: the native sequence's schema.
+    :param sequences_table: the sequences table where the engine has no such sequence.
 
     Example::
 

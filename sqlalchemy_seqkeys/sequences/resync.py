@@ -169,6 +169,14 @@ def resync_statement(
 ) -> sa.Update:
     """The one UPDATE that moves sequence ``name`` past ``MAX(table.column)``, never back.
 
+    The arguments are :func:`resync_table_sequence`'s, without the bind:
+
+    :param name: the sequence.
+    :param table: the table of the keys (a name, or a ``Table``).
+    :param column: the key column.
+    :param schema: the schema of a table given by name.
+    :param sequences_table: where the sequence's row is.
+
     Example::
 
         >>> from sqlalchemy.dialects import sqlite
@@ -200,13 +208,20 @@ def resync_table_sequence(
     row, :class:`~sqlalchemy_seqkeys.SequenceExhaustedError` when the
     column's maximum is 2**63 - 1.
 
+    :param bind: an Engine (a transaction of its own, committed) or a
+        Connection (joins its transaction).
+    :param name: the sequence's row name.
+    :param table: the table that holds the keys: its name (with ``schema``) or a ``Table``.
+    :param column: its integer key column.
+    :param schema: the table's schema, for a table given by name.
+    :param sequences_table: the sequences table's name.
+
     Example::
 
         resync_table_sequence(engine, "invoice_id", "invoices", "id")   # e.g. 10042
     """
     update, highest = _statements(name, table, column, schema, sequences_table)
-    _aio.check_sync_bind(bind, "resync_table_sequence")
-    check_source_names(bind.dialect, table, column, schema)
+    check_resync_bind(bind, "resync_table_sequence", table, column, schema)
     what = f"resyncing sequence {name!r} (table {sequences_table!r})"
     outcome = "the sequence was not moved"
     if isinstance(bind, sa.Engine):

@@ -144,6 +144,9 @@ def sequences_table(metadata: sa.MetaData, name: str = DEFAULT_TABLE) -> sa.Tabl
     and MariaDB the name is ``CHARACTER SET utf8mb4 COLLATE utf8mb4_bin``, so
     that names compare exactly, as on the other engines.
 
+    :param metadata: the ``MetaData`` to declare it on.
+    :param name: the table's name.
+
     Example::
 
         metadata = sa.MetaData()
@@ -413,7 +416,12 @@ def _check_mysql_names(conn: sa.Connection, table: str, error: type[SeqKeysError
 def inexact_collation(conn: sa.Connection, table: str) -> str | None:
     """The collation of ``table``'s name column if it ignores case, else None.
 
-    Only MySQL and MariaDB tables made by version 0.1 have one. Example::
+    Only MySQL and MariaDB tables made by version 0.1 have one.
+
+    :param conn: a connection to the database that holds the table.
+    :param table: the sequences table's name.
+
+    Example::
 
         inexact_collation(conn, "sequences")   # e.g. 'utf8mb4_general_ci'
     """
@@ -424,6 +432,9 @@ def inexact_collation(conn: sa.Connection, table: str) -> str | None:
 
 def forget_exact_names(conn: sa.Connection, table: str) -> None:
     """Forget that ``table`` was found exact: it is being created or altered.
+
+    :param conn: a connection to the database that holds the table.
+    :param table: the sequences table's name.
 
     Example::
 
@@ -441,6 +452,14 @@ def check_exact_names(
 
     Only MySQL and MariaDB have such collations; a table found exact is not
     asked about again by the same pool.
+
+    :param conn: a connection to the database that holds the table.
+    :param table: the sequences table's name.
+    :param error: the :class:`~sqlalchemy_seqkeys.SeqKeysError` subclass to raise.
+
+    Example::
+
+        check_exact_names(conn, "sequences")
     """
     if facts(conn.dialect).names_ignore_case:
         _check_mysql_names(conn, table, error)
@@ -448,6 +467,10 @@ def check_exact_names(
 
 def read_next_value(conn: sa.Connection, name: str, *, table: str = DEFAULT_TABLE) -> int | None:
     """The sequence's ``next_value`` as stored, or None if it has no row.
+
+    :param conn: a connection (it reads in that connection's transaction).
+    :param name: the sequence's row name.
+    :param table: the sequences table's name.
 
     Example::
 
@@ -470,6 +493,11 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
     Raises :class:`~sqlalchemy_seqkeys.SequenceNotFoundError` when the row is
     missing and :class:`~sqlalchemy_seqkeys.SequenceExhaustedError` when the
     block would pass 2**63 - 1; neither allocates anything.
+
+    :param conn: the connection whose transaction takes the values.
+    :param name: the sequence's row name.
+    :param n: how many values, 1 or more.
+    :param table: the sequences table's name.
 
     Example::
 
@@ -582,6 +610,14 @@ def create_table_sequence(
     Connection it joins that connection's transaction. ``if_not_exists`` is
     the deprecated name of ``checkfirst``.
 
+    :param bind: an Engine (a transaction of its own, committed) or a
+        Connection (joins its transaction).
+    :param name: the sequence's row name (up to 64 characters).
+    :param start: the first value it hands out, 0 to 2**63 - 1.
+    :param table: the sequences table's name.
+    :param checkfirst: leave an existing sequence as it is and return False.
+    :param if_not_exists: the deprecated name of ``checkfirst`` (before 0.2).
+
     Example::
 
         create_table_sequence(engine, "invoice_id", start=1000, checkfirst=True)
@@ -637,6 +673,13 @@ def drop_table_sequence(
     Engine the delete is committed here; with a Connection it joins that
     connection's transaction. ``if_exists`` is the deprecated name of
     ``checkfirst``.
+
+    :param bind: an Engine (a transaction of its own, committed) or a
+        Connection (joins its transaction).
+    :param name: the sequence's row name.
+    :param table: the sequences table's name.
+    :param checkfirst: make a missing sequence a no-op that returns False.
+    :param if_exists: the deprecated name of ``checkfirst`` (before 0.2).
 
     Example::
 
