@@ -58,8 +58,7 @@ from sqlalchemy_seqkeys._dialect import (
     natively_bit_reversed,
 )
 from sqlalchemy_seqkeys._positional import PositionalDefault
-from sqlalchemy_seqkeys._validate import check_instance, check_int
-from sqlalchemy_seqkeys._validate import check_name as check_name_arg
+from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.dialects import BlockStatement
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
 from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, values_block
@@ -393,13 +392,9 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
             max=MAX_BIT_REVERSED_BATCH,
             hint="it is how many counters one statement fetches and this process holds",
         )
-        check_name_arg(schema, "schema", InvalidBitReversalError, nullable=True)
-        check_name_arg(table, "table", InvalidBitReversalError)
-        check_instance(metadata, sa.MetaData, "metadata", InvalidBitReversalError, nullable=True)
+        self._place(schema, table, metadata)
         self.name = name
         self.start = start
-        self.schema = schema
-        self.table = table
         self.sequence = _NativeBitReversedSequence(
             name,
             start_with_counter=start,

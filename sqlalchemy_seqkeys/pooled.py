@@ -94,7 +94,7 @@ from sqlalchemy_seqkeys._dialect import (
 )
 from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._rows import RowsAhead
-from sqlalchemy_seqkeys._validate import check_instance, check_int
+from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.dialects import read_sequence_catalog
 from sqlalchemy_seqkeys.errors import (
@@ -240,11 +240,7 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
             max=MAX_VALUE - self.batch_size,
             hint="the first block, start .. start + batch_size - 1, must fit in a BIGINT",
         )
-        check_name_arg(schema, "schema", InvalidSequenceError, nullable=True)
-        check_name_arg(table, "table", InvalidSequenceError)
-        check_instance(metadata, sa.MetaData, "metadata", InvalidSequenceError, nullable=True)
-        self.schema = schema
-        self.table = table
+        self._place(schema, table, metadata)
         self.fallback = self._new_fallback()
         self.table = self.fallback.table
         self.sequence = sa.Sequence(

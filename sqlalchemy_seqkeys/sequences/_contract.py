@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine.mock import MockConnection
-from sqlalchemy.schema import CreateSequence, CreateTable, DropSequence
+from sqlalchemy.schema import CreateSequence, DropSequence
 
 from sqlalchemy_seqkeys._dialect import check_identifier, create_native_sequence
-from sqlalchemy_seqkeys._validate import check_flag, check_instance
+from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_name
 from sqlalchemy_seqkeys.errors import SeqKeysError, SequenceExistsError, SequenceNotFoundError
 
 from . import _aio
@@ -292,6 +292,15 @@ class NativeOrRowSequence(SequenceContract):
     start: int
     schema: str | None
 
+    def _place(self, schema: str | None, table: str, metadata: sa.MetaData | None) -> None:
+        """Check and keep where it lives: the native sequence's ``schema``, else a row of
+        ``table``; ``metadata`` is checked here, attached by the subclass once it is built."""
+        check_name(schema, "schema", self._error, nullable=True)
+        check_name(table, "table", self._error)
+        check_instance(metadata, sa.MetaData, "metadata", self._error, nullable=True)
+        self.schema = schema
+        self.table = table
+
     def _native(self, dialect: sa.Dialect) -> bool:
         raise NotImplementedError
 
@@ -365,16 +374,10 @@ class NativeOrRowSequence(SequenceContract):
         """What :meth:`create` runs on ``dialect``, as statements (for a mock engine)."""
         if self._native(dialect):
             return [CreateSequence(self.sequence)]
-        table = sequences_table(sa.MetaData(), self.table)
-        statements: list[Any] = []
-        if self.table not in metadata.tables:  # else create_all has just created it
-            statements.append(CreateTable(table))
-        statements.append(sa.insert(table).values(name=self.name, next_value=self.start))
-        return statements
+        return self._row()._create_statements(dialect, metadata)  # its row, as a TableSequence
 
     def _drop_statements(self, dialect: sa.Dialect) -> list[Any]:
         """What :meth:`drop` runs on ``dialect``, as statements (for a mock engine)."""
         if self._native(dialect):
             return [DropSequence(self.sequence)]
-        table = sequences_table(sa.MetaData(), self.table)
-        return [sa.delete(table).where(table.c.name == self.name)]
+        return self._row()._drop_statements(dialect)
