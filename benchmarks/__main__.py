@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -34,8 +35,18 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (default: the process's) and run the benchmark it names."""
+    """Parse ``argv`` (default: the process's) and run the benchmark it names.
+
+    A SIGTERM (``kill``, a CI timeout) ends the run as an exception, so its
+    cleanup still runs: private servers stopped and their data directories
+    removed, databases dropped.
+    """
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
     args.argv = argv  # the report writes the command it was run with

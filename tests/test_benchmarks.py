@@ -164,3 +164,44 @@ def test_snowflake_breakdown_parts_add_up_to_an_id() -> None:
     whole = parts.pop("id")
     assert whole > 0
     assert sum(parts.values()) == pytest.approx(whole) or parts["waiting at the cap"] == 0.0
+
+
+def test_a_terminated_benchmark_drops_its_database() -> None:
+    """``kill`` (SIGTERM) ends a run as an exception: the database of its own is dropped."""
+    import signal
+    import time
+
+    import sqlalchemy as sa
+
+    from tests.conftest import PG_URL
+
+    admin = sa.create_engine(sa.make_url(PG_URL).set(database="postgres"))
+    query = sa.text("SELECT datname FROM pg_database WHERE datname LIKE 'seqkeys_bench_%'")
+    try:
+        with admin.connect() as conn:
+            before = set(conn.scalars(query))
+    except sa.exc.OperationalError:
+        pytest.skip("no PostgreSQL server here")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks", "sequences", "--url", PG_URL, "--mode", "sync",
+         "--iterations", "1000000", "--threads", "1", "--txn-ms", "1"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        ours: set[str] = set()
+        while not ours and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.2)
+            with admin.connect() as conn:
+                ours = set(conn.scalars(query)) - before
+        assert ours, "the benchmark never created its database"
+        time.sleep(1)  # well inside the run
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(60) == 128 + signal.SIGTERM
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    with admin.connect() as conn:
+        assert not ours & set(conn.scalars(query))
+    admin.dispose()
