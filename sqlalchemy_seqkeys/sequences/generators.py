@@ -176,37 +176,28 @@ thread, as ``batch`` does.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultExecutionContext
 
-from sqlalchemy_seqkeys._dialect import facts
 from sqlalchemy_seqkeys._enum import ChoiceEnum
 from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._validate import check_int, check_seconds
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
-from sqlalchemy_seqkeys.errors import (
-    InvalidSequenceError,
-    SequenceMovedBackwardsError,
-)
+from sqlalchemy_seqkeys.errors import InvalidSequenceError
 
-from . import _aio, _lane
-from ._allocator import Block, Blocks, BlockStore, Waits, range_block, values_block
+from . import _aio
 from ._contract import SequenceContract
-from ._retry import error_in_callers_transaction, retrying
+from ._modes import BlockModes, RowAllocations
 from .table import (
     DEFAULT_TABLE,
     MAX_VALUE,
-    _tenant,
-    allocate,
     check_name,
     checkfirst_from,
     create_table_sequence,
     drop_table_sequence,
-    received,
     sequences_table,
 )
 
@@ -238,36 +229,6 @@ class SequenceMode(ChoiceEnum, error=InvalidSequenceError, noun="sequence mode")
     BATCH = "batch"
     #: As BATCH, refilled in the background (a thread; a task under asyncio) at the low watermark.
     ASYNC_BATCH = "async_batch"
-
-
-# -- SQLite: does the flush's transaction hold the write lock? ---------------
-
-
-def _sqlite_holds_write_lock(conn: sa.Connection) -> bool:
-    # pysqlite opens its transaction right before the first write, so an open
-    # transaction on the driver's connection means the write lock is (or is
-    # about to be) held by this connection. The driver's connection, not the
-    # DB-API one: aiosqlite's adapter has no in_transaction of its own.
-    return bool(getattr(conn.connection.driver_connection, "in_transaction", False))
-
-
-def _must_stay_on(conn: sa.Connection) -> bool:
-    # one writer at a time (SQLite): this connection may hold the write lock
-    return facts(conn.dialect).single_writer_lock and _sqlite_holds_write_lock(conn)
-
-
-def _allocation_engine(engine: sa.Engine, conn: sa.Connection | None) -> tuple[sa.Engine, object]:
-    """The engine for allocations of their own, and the tenant (schema map) they serve.
-
-    A schema_translate_map on the caller's connection or engine must reach the
-    allocation's connection too, or it would take values from another
-    tenant's sequences table.
-    """
-    bind = conn if conn is not None else engine
-    translate = bind.get_execution_options().get("schema_translate_map")
-    if not translate:
-        return engine, None
-    return engine.execution_options(schema_translate_map=translate), _tenant(bind)
 
 
 class TableSequence(SequenceContract, PositionalDefault):
@@ -342,13 +303,26 @@ class TableSequence(SequenceContract, PositionalDefault):
         self.refill_timeout = check_seconds(refill_timeout, "refill_timeout", InvalidSequenceError)
         if metadata is not None:
             self.attach(metadata)
-        self._init_blocks()
-        self._take: Callable[[sa.Engine, sa.Connection | None], int] = {
-            SequenceMode.IN_TRANSACTION: self._take_in_transaction,
-            SequenceMode.SEPARATE: self._take_separate,
-            SequenceMode.BATCH: self._take_batch,
-            SequenceMode.ASYNC_BATCH: self._take_async_batch,
-        }[self.mode]
+        #: how the mode takes values (``_modes``): the first of ``n`` with ``n``, per value
+        self._allocations: RowAllocations
+        self._take: Callable[[sa.Engine, sa.Connection | None], int]
+        if self.mode in (SequenceMode.BATCH, SequenceMode.ASYNC_BATCH):
+            self._allocations = BlockModes(
+                self.name,
+                self.table,
+                batch_size=self.batch_size,
+                low_watermark=(
+                    self.low_watermark if self.mode is SequenceMode.ASYNC_BATCH else None
+                ),
+                refill_timeout=self.refill_timeout,
+            )
+            self._take = self._allocations.take
+        else:
+            self._allocations = RowAllocations(self.name, self.table)
+            if self.mode is SequenceMode.IN_TRANSACTION:
+                self._take = self._allocations.in_transaction
+            else:
+                self._take = self._allocations.separate
 
     def __repr__(self) -> str:
         extra = ""
@@ -449,16 +423,13 @@ class TableSequence(SequenceContract, PositionalDefault):
         _aio.check_sync_bind(bind, "next_values")
         if n == 0:
             return []
-        if self.mode in (SequenceMode.BATCH, SequenceMode.ASYNC_BATCH):
-            if isinstance(bind, sa.Engine):
-                return [self._take(bind, None) for _ in range(n)]
-            return [self._take(bind.engine, bind) for _ in range(n)]
-        if isinstance(bind, sa.Engine):
-            first = self._allocate_separately(bind, n)  # a transaction of its own
-        elif self.mode is SequenceMode.IN_TRANSACTION or _must_stay_on(bind):
-            first = self._allocate_in(bind, n)
+        engine, conn = (bind, None) if isinstance(bind, sa.Engine) else (bind.engine, bind)
+        if isinstance(self._allocations, BlockModes):
+            return [self._take(engine, conn) for _ in range(n)]
+        if self.mode is SequenceMode.IN_TRANSACTION:
+            first = self._allocations.in_transaction(engine, conn, n)
         else:
-            first = self._allocate_separately(_allocation_engine(bind.engine, bind)[0], n)
+            first = self._allocations.separate(engine, conn, n)
         return list(range(first, first + n))
 
     # -- attach(): the row, and the sequences table where it is missing -------------
@@ -482,192 +453,3 @@ class TableSequence(SequenceContract, PositionalDefault):
     def _drop_statements(self, dialect: sa.Dialect) -> list[Any]:
         table = sequences_table(sa.MetaData(), self.table)
         return [sa.delete(table).where(table.c.name == self.name)]
-
-    # -- the four modes ---------------------------------------------------------
-
-    # Each takes the engine and, when there is one, the connection of the
-    # statement that needs the value (None: no transaction of the caller's).
-
-    def _take_in_transaction(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
-        if conn is None:  # no transaction of the caller's: take it in one of its own
-            return self._allocate_separately(engine, 1)
-        return self._allocate_in(conn, 1)
-
-    def _take_separate(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
-        if conn is not None and _must_stay_on(conn):
-            return self._allocate_in(conn, 1)
-        return self._allocate_separately(_allocation_engine(engine, conn)[0], 1)
-
-    def _take_batch(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
-        """batch and async_batch: a value of this process's block (lock-free, ``_allocator``)."""
-        if engine.dialect.is_async:
-            return self._take_from_blocks_async(engine, conn)
-        state = self._blocks.of(engine if conn is None else conn)
-        value = state.take()
-        if value is not None:
-            return value
-        # the block is used up: a spare, a fetch (here or in a refill thread), or a wait
-        value = state.take_waiting(
-            self._waits,
-            background=state.refill is not None,
-            may_stay=lambda: conn is not None and _must_stay_on(conn),
-        )
-        if value is None:  # never wait on a fetch that waits for our write lock
-            return self._allocate_in(conn, 1)  # type: ignore[arg-type]
-        return value
-
-    _take_async_batch = _take_batch  # the state knows whether it refills in the background
-
-    def _init_blocks(self) -> None:
-        #: threads: per pool and tenant; asyncio: per lane (engine and loop) and tenant
-        self._blocks: BlockStore[Blocks] = BlockStore(self._new_blocks)
-        self._lane_blocks: BlockStore[Blocks] = BlockStore(self._new_lane_blocks)
-        self._waits = Waits(self.name, self.refill_timeout)
-
-    def _low_watermark(self) -> int | None:
-        return self.low_watermark if self.mode is SequenceMode.ASYNC_BATCH else None
-
-    def _new_blocks(self, bind: sa.Engine | sa.Connection, owner: object) -> Blocks:
-        """The blocks of one pool and tenant, fetched in the caller's thread or a refill thread."""
-        engine = bind if isinstance(bind, sa.Engine) else bind.engine
-        alloc_engine = _allocation_engine(engine, None if bind is engine else bind)[0]  # type: ignore[arg-type]
-        size, low_watermark = self.batch_size, self._low_watermark()
-        state = Blocks()
-
-        def fetch() -> Block:
-            first = self._allocate_separately(alloc_engine, size)
-            return range_block(first, first + size, low_watermark)
-
-        state.fetch = fetch
-        # A pool that hands every checkout one connection (in-memory SQLite: a
-        # database per thread, or one shared connection) is not the same
-        # database in another thread: async_batch fetches in the caller's thread there.
-        if low_watermark is not None and not _lane.shares_one_connection(engine):
-            state.refill = state.start_refill
-        return state
-
-    # -- asyncio: blocks per lane, fetched by the lane's tasks --------------------
-
-    def _take_from_blocks_async(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
-        """batch and async_batch on an asyncio engine: inside the greenlet, on the loop's thread.
-
-        The steps of the threaded path, with a task of the lane for the fetch:
-        callers that need its block wait for that task, the loop running on.
-        """
-        if _lane.shares_one_connection(engine):
-            return self._take_on_one_connection(engine, conn)
-        lane = _lane.lane_for(engine)
-        state = self._lane_blocks.of(engine if conn is None else conn, lane)
-        value = state.take()
-        if value is not None:
-            return value
-        value = state.take_on_lane(
-            self._waits, _lane.wait, lambda: conn is not None and _must_stay_on(conn)
-        )
-        if value is None:
-            return self._allocate_in(conn, 1)  # type: ignore[arg-type]
-        return value
-
-    def _new_lane_blocks(self, bind: sa.Engine | sa.Connection, lane: Any) -> Blocks:
-        """The blocks of one lane and tenant: fetched by a task of the lane."""
-        engine = bind if isinstance(bind, sa.Engine) else bind.engine
-        alloc_engine = _allocation_engine(engine, None if bind is engine else bind)[0]  # type: ignore[arg-type]
-        row = (_tenant(alloc_engine), self.table, self.name)
-        size, low_watermark = self.batch_size, self._low_watermark()
-        state = Blocks()
-
-        async def fetch() -> Block:
-            lane_engine = lane.engine_like(alloc_engine)
-            first = await lane.run(row, self._allocate_now, lane_engine, size)
-            return range_block(first, first + size, low_watermark)
-
-        def spawn() -> None:
-            state.task = lane.spawn(state.fetch_on_lane(fetch), self.name)
-
-        def refill() -> None:  # at the low watermark
-            idle = state.task is None and not lane.closed
-            if idle and not state.spares and state.error is None:
-                spawn()
-
-        state.spawn = spawn
-        state.refill = refill if low_watermark is not None else None
-        return state
-
-    def _take_on_one_connection(self, engine: sa.Engine, conn: sa.Connection | None) -> int:
-        """In-memory SQLite under asyncio: one shared connection, so fetch here, as batch does."""
-        _lane.check_in_greenlet()
-        alloc_engine = _allocation_engine(engine, conn)[0]
-        size = self.batch_size
-
-        def fetch() -> Block:
-            if conn is not None and _must_stay_on(conn):
-                return values_block([self._allocate_in(conn, 1)])  # in the caller's transaction
-            first = self._allocate_now(alloc_engine, size)
-            return range_block(first, first + size)
-
-        state = self._blocks.of(engine if conn is None else conn)
-        return state.take_or_fetch(fetch)
-
-    # -- helpers ----------------------------------------------------------------
-
-    def _allocate_separately(self, engine: sa.Engine, n: int) -> int:
-        """Allocate ``n`` values in a committed transaction of their own; return the first.
-
-        On an asyncio engine the round trip runs in the engine's lane (a task
-        of its own on a twin pool, see ``_lane``), waited for inside the
-        greenlet; in-memory SQLite has one connection, so it runs here.
-        """
-        if engine.dialect.is_async:
-            if not _lane.shares_one_connection(engine):
-                row = (_tenant(engine), self.table, self.name)
-                return _lane.allocate(engine, row, self.name, self._allocate_now, n)
-            _lane.check_in_greenlet()
-        return self._allocate_now(engine, n)
-
-    def _what(self, n: int) -> str:
-        return f"allocating {n} value(s) from sequence {self.name!r} (table {self.table!r})"
-
-    def _allocate_in(self, conn: sa.Connection, n: int) -> int:
-        """Take ``n`` values in ``conn``'s transaction, the caller's: never retried here."""
-        try:
-            return allocate(conn, self.name, n, table=self.table)
-        except sa.exc.DBAPIError as exc:
-            raise error_in_callers_transaction(exc, self._what(n)) from exc
-
-    def _allocate_now(self, engine: sa.Engine, n: int) -> int:
-        """Allocate ``n`` values on ``engine``, in this thread (or greenlet); return the first.
-
-        A block at or below a value this process already received from the same
-        row means the row moved backwards (a restore, a recreation): refused.
-        """
-
-        def attempt() -> int:
-            # one round trip instead of BEGIN, UPDATE, COMMIT: that matters most
-            # when a refill competes for the GIL with many busy threads
-            if facts(engine.dialect).autocommit_allocation:
-                with engine.connect() as conn:
-                    conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-                    return allocate(conn, self.name, n, table=self.table)
-            with engine.begin() as conn:
-                return allocate(conn, self.name, n, table=self.table)
-
-        # Read before allocating: any allocation recorded by then committed
-        # before this one began, so this one must come back above it.
-        floor = received.highest(engine, self.table, self.name)
-        first = retrying(
-            attempt,
-            what=self._what(n),
-            sleep=_lane.sleep if engine.dialect.is_async else time.sleep,
-        )
-        if floor is not None and first <= floor:
-            raise SequenceMovedBackwardsError(
-                f"sequence {self.name!r} (table {self.table!r}) gave values {first} to "
-                f"{first + n - 1}, but this process already received values up to {floor} from "
-                "it: its row moved backwards (restored from a backup, recreated or edited). "
-                "None of these values was handed out. Move the row past the keys in use: "
-                f"resync_table_sequence(engine, {self.name!r}, TABLE, COLUMN), "
-                f"`seqkeys resync --sequence {self.name} --table TABLE --column COLUMN`, "
-                "or op.resync_table_sequence(...) in a migration"
-            )
-        received.record(engine, self.table, self.name, first + n - 1)
-        return first

@@ -221,7 +221,8 @@ def resync_table_sequence(
         resync_table_sequence(engine, "invoice_id", "invoices", "id")   # e.g. 10042
     """
     update, highest = _statements(name, table, column, schema, sequences_table)
-    check_resync_bind(bind, "resync_table_sequence", table, column, schema)
+    _aio.check_sync_bind(bind, "resync_table_sequence")
+    check_source_names(bind.dialect, table, column, schema)
     what = f"resyncing sequence {name!r} (table {sequences_table!r})"
     outcome = "the sequence was not moved"
     if isinstance(bind, sa.Engine):

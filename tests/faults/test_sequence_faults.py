@@ -359,7 +359,7 @@ def test_a_libc_forked_child_never_uses_the_parents_block(pg_sequences: Engine) 
     sequence = TableSequence("libc_fork", mode="batch", batch_size=100)
     before = sequence.next_values(pg_sequences, 10)  # the parent holds 11..100
     # another thread of the parent is inside the library's locks at the moment of the fork
-    blocks = sequence._blocks
+    blocks = sequence._allocations.blocks
     held = [blocks._lock, received._lock, blocks.of(pg_sequences).lock, refills._cond]
     for lock in held:
         lock.acquire()
