@@ -115,10 +115,11 @@ from sqlalchemy_seqkeys.sequences._contract import (
 from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
 from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE, TableSequence
 from sqlalchemy_seqkeys.sequences.resync import (
-    _check_identifier,
-    _data_table,
-    _raise_if_source_missing,
+    check_resync_arguments,
+    check_resync_bind,
     check_source_names,
+    data_table,
+    raise_if_source_missing,
     resync_table_sequence,
 )
 from sqlalchemy_seqkeys.sequences.table import (
@@ -460,8 +461,7 @@ def _relation(name: str, schema: str | None, *columns: str) -> sa.Table:
 
 
 def _highest(table: str | sa.Table, column: str, schema: str | None) -> sa.Subquery:
-    _check_identifier(column, "column")
-    _data_table(table, column, schema)  # checks the table and the column
+    data_table(table, column, schema)  # checks the names
     if not isinstance(table, sa.Table):
         table = _relation(table, schema, column)
     return sa.select(sa.func.max(table.c[column]).label("m")).subquery("top")
@@ -598,13 +598,9 @@ def resync_pooled_sequence(
         >>> order_id.next_value(engine)
         4001
     """
-    check_name(name)
-    check_name_arg(schema, "schema", InvalidSequenceError, nullable=True)
-    _highest(table, column, schema)  # bad arguments, before any I/O
+    check_resync_arguments(name, table, column, schema, sequences_table)  # before any I/O
     check_name_arg(sequence_schema, "sequence_schema", InvalidSequenceError, nullable=True)
-    check_name_arg(sequences_table, "sequences_table", InvalidSequenceError)
-    _aio.check_sync_bind(bind, "resync_pooled_sequence")
-    check_source_names(bind.dialect, table, column, schema)
+    check_resync_bind(bind, "resync_pooled_sequence", table, column, schema)
     with begin(bind, "resync_pooled_sequence") as conn:
         if incrementing_sequences(conn.dialect):  # known once connected (MariaDB)
             check_identifier(conn.dialect, name, "sequence name", InvalidSequenceError)
@@ -653,8 +649,8 @@ def _resync(
             conn.execute(statement)
         value = conn.execute(move).scalar()
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        source = sa.select(_data_table(table, column, schema))
-        _raise_if_source_missing(conn, source, name, exc)  # InvalidSequenceError
+        source = sa.select(data_table(table, column, schema))
+        raise_if_source_missing(conn, source, name, exc)  # InvalidSequenceError
         raise
     if value is not None:
         return int(value)

@@ -50,7 +50,7 @@ import sqlalchemy as sa
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys.errors import SeqKeysError, SequenceAllocationError
 
-from .table import _tenant
+from .table import tenant_of
 
 if TYPE_CHECKING:
     import asyncio
@@ -551,7 +551,7 @@ class BlockStore(Generic[S]):
         return state
 
     def _state(self, bind: sa.Engine | sa.Connection, owner: object) -> S:
-        tenant = _tenant(bind)
+        tenant = tenant_of(bind)
         tenants = self._states.get(owner)
         state = None if tenants is None else tenants.get(tenant)
         if state is None:

@@ -51,7 +51,7 @@ from sqlalchemy_seqkeys.errors import (
     SequenceLockTimeoutError,
 )
 
-from .table import _tenant
+from .table import tenant_of
 
 if TYPE_CHECKING:  # imported where used: not on `import sqlalchemy_seqkeys`
     import asyncio
@@ -146,7 +146,7 @@ class Lane:
         translate = engine.get_execution_options().get("schema_translate_map")
         if not translate:
             return self.engine
-        tenant = _tenant(engine)
+        tenant = tenant_of(engine)
         lane_engine = self._tenants.get(tenant)
         if lane_engine is None:
             lane_engine = self._tenants[tenant] = self.engine.execution_options(

@@ -25,7 +25,7 @@ from sqlalchemy_seqkeys.errors import SequenceMovedBackwardsError
 from . import _lane
 from ._allocator import Block, Blocks, BlockStore, Waits, range_block, values_block
 from ._retry import error_in_callers_transaction, retrying
-from .table import _tenant, allocate, received
+from .table import allocate, received, tenant_of
 
 __all__ = ["BlockModes", "RowAllocations", "allocation_engine", "must_stay_on"]
 
@@ -97,7 +97,7 @@ class RowAllocations:
         """
         if engine.dialect.is_async:
             if not _lane.shares_one_connection(engine):
-                row = (_tenant(engine), self.table, self.name)
+                row = (tenant_of(engine), self.table, self.name)
                 return _lane.allocate(engine, row, self.name, self.allocate_now, n)
             _lane.check_in_greenlet()
         return self.allocate_now(engine, n)
@@ -244,7 +244,7 @@ class BlockModes(RowAllocations):
         """The blocks of one lane and tenant: fetched by a task of the lane."""
         engine = bind if isinstance(bind, sa.Engine) else bind.engine
         alloc_engine = allocation_engine(engine, None if bind is engine else bind)  # type: ignore[arg-type]
-        row = (_tenant(alloc_engine), self.table, self.name)
+        row = (tenant_of(alloc_engine), self.table, self.name)
         size, low_watermark = self.batch_size, self.low_watermark
         state = Blocks()
 

@@ -42,7 +42,7 @@ whose maximum says nothing about the counter.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -55,16 +55,13 @@ from ._retry import error_in_callers_transaction, retrying
 from .table import (
     DEFAULT_TABLE,
     MAX_VALUE,
-    _clause,
-    _raise_if_table_missing,
-    _raise_missing_or_exhausted,
     check_exact_names,
     check_name,
+    raise_if_table_missing,
+    raise_missing_or_exhausted,
     read_next_value,
+    table_clause,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["resync_statement", "resync_table_sequence", "resync_table_sequence_async"]
 
@@ -88,12 +85,12 @@ def check_source_names(
             check_identifier(dialect, value, f"{what} name", InvalidSequenceError)
 
 
-def _raise_if_source_missing(
+def raise_if_source_missing(
     conn: sa.Connection, highest: sa.Select[Any], name: str, exc: Exception
 ) -> None:
     """An InvalidSequenceError if the table or column ``highest`` reads is missing.
 
-    ``highest`` selects from the one-column Table of :func:`_data_table`.
+    ``highest`` selects from the one-column Table of :func:`data_table`.
     """
     source = highest.get_final_froms()[0]
     assert isinstance(source, sa.Table)
@@ -118,9 +115,14 @@ def _raise_if_source_missing(
     ) from exc
 
 
-def _data_table(table: str | sa.Table, column: str, schema: str | None) -> sa.Table:
-    # A Table of its own MetaData, not a table clause: only Tables follow a
-    # schema_translate_map, and a tenant must read MAX from its own table.
+def data_table(table: str | sa.Table, column: str, schema: str | None) -> sa.Table:
+    """The one-column Table a resync reads ``MAX(column)`` from; checks the names, no I/O.
+
+    A Table of its own MetaData, not a table clause: only Tables follow a
+    schema_translate_map, and a tenant must read MAX from its own table.
+    """
+    _check_identifier(column, "column")
+    check_name_arg(schema, "schema", InvalidSequenceError, nullable=True)
     if isinstance(table, sa.Table):
         if column not in table.c:
             raise InvalidSequenceError(
@@ -132,6 +134,27 @@ def _data_table(table: str | sa.Table, column: str, schema: str | None) -> sa.Ta
     return sa.Table(name, sa.MetaData(), sa.Column(column), schema=schema)
 
 
+def check_resync_arguments(
+    name: str, table: str | sa.Table, column: str, schema: str | None, sequences_table: str
+) -> sa.Table:
+    """Refuse a resync's bad names before any I/O; return :func:`data_table`'s table."""
+    check_name(name)
+    _check_identifier(sequences_table, "sequences_table")
+    return data_table(table, column, schema)
+
+
+def check_resync_bind(
+    bind: sa.Engine | sa.Connection,
+    what: str,
+    table: str | sa.Table,
+    column: str,
+    schema: str | None,
+) -> None:
+    """Refuse what the sync form ``what`` cannot take, and names the engine cannot hold."""
+    _aio.check_sync_bind(bind, what)
+    check_source_names(bind.dialect, table, column, schema)
+
+
 def _statements(
     name: str,
     table: str | sa.Table,
@@ -139,14 +162,10 @@ def _statements(
     schema: str | None,
     sequences_table: str,
 ) -> tuple[sa.Update, sa.Select[tuple[object]]]:
-    check_name(name)
-    _check_identifier(column, "column")
-    _check_identifier(sequences_table, "sequences_table")
-    check_name_arg(schema, "schema", InvalidSequenceError, nullable=True)
-    data = _data_table(table, column, schema)
+    data = check_resync_arguments(name, table, column, schema, sequences_table)
     highest = sa.select(sa.func.max(data.c[column]))
     subquery = highest.scalar_subquery()
-    t = _clause(sequences_table)
+    t = table_clause(sequences_table)
     update = (
         sa.update(t)
         .where(
@@ -221,8 +240,7 @@ def resync_table_sequence(
         resync_table_sequence(engine, "invoice_id", "invoices", "id")   # e.g. 10042
     """
     update, highest = _statements(name, table, column, schema, sequences_table)
-    _aio.check_sync_bind(bind, "resync_table_sequence")
-    check_source_names(bind.dialect, table, column, schema)
+    check_resync_bind(bind, "resync_table_sequence", table, column, schema)
     what = f"resyncing sequence {name!r} (table {sequences_table!r})"
     outcome = "the sequence was not moved"
     if isinstance(bind, sa.Engine):
@@ -266,12 +284,12 @@ def _resync(
         check_exact_names(conn, table)
         moved = conn.execute(update).rowcount == 1
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        _raise_if_table_missing(conn, table, exc)
-        _raise_if_source_missing(conn, highest, name, exc)
+        raise_if_table_missing(conn, table, exc)
+        raise_if_source_missing(conn, highest, name, exc)
         raise
     current = read_next_value(conn, name, table=table)
     if current is None:
-        _raise_missing_or_exhausted(conn, name, 1, table)  # SequenceNotFoundError
+        raise_missing_or_exhausted(conn, name, 1, table)  # SequenceNotFoundError
     assert current is not None
     if not moved:
         largest = conn.execute(highest).scalar()

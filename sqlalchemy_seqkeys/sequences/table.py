@@ -50,7 +50,7 @@ import warnings
 import weakref
 from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import sqlalchemy as sa
 
@@ -70,9 +70,6 @@ from sqlalchemy_seqkeys.errors import (
 )
 
 from . import _aio
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "EXACT_NAME_COLLATION",
@@ -195,9 +192,12 @@ def library_table(
 
 
 @lru_cache(maxsize=64)
-def _clause(table: str) -> sa.Table:
-    # A Table of its own MetaData (not a lightweight table clause): some
-    # dialects' compilers read Column-only attributes for RETURNING.
+def table_clause(table: str) -> sa.Table:
+    """The sequences table ``table`` for statements: a Table of its own MetaData (cached).
+
+    Not a lightweight table clause: some dialects' compilers read Column-only
+    attributes for RETURNING.
+    """
     return sequences_table(sa.MetaData(), table)
 
 
@@ -210,7 +210,7 @@ def _bump(t: sa.Table) -> sa.Update:
 
 @lru_cache(maxsize=64)
 def _returning_statement(table: str) -> sa.Update:
-    t = _clause(table)
+    t = table_clause(table)
     return (
         _bump(t)
         .values(next_value=t.c.next_value + sa.bindparam("n", type_=sa.BigInteger))
@@ -220,7 +220,7 @@ def _returning_statement(table: str) -> sa.Update:
 
 @lru_cache(maxsize=64)
 def _last_insert_id_statement(table: str) -> sa.Update:
-    t = _clause(table)
+    t = table_clause(table)
     return _bump(t).values(
         next_value=sa.func.last_insert_id(t.c.next_value + sa.bindparam("n", type_=sa.BigInteger))
     )
@@ -228,7 +228,7 @@ def _last_insert_id_statement(table: str) -> sa.Update:
 
 @lru_cache(maxsize=64)
 def _read_statement(table: str) -> sa.Select[Any]:
-    t = _clause(table)
+    t = table_clause(table)
     return sa.select(t.c.next_value).where(t.c.name == sa.bindparam("seq_name"))
 
 
@@ -278,7 +278,7 @@ def _by_compare_and_swap(conn: sa.Connection, table: str, params: dict[str, obje
 
 @lru_cache(maxsize=64)
 def _cas_statement(table: str) -> sa.Update:
-    t = _clause(table)
+    t = table_clause(table)
     return (
         sa.update(t)
         .where(
@@ -292,7 +292,8 @@ def _cas_statement(table: str) -> sa.Update:
 # -- what this process received from each sequence, per database -------------------
 
 
-def _tenant(bind: sa.Engine | sa.Connection) -> object:
+def tenant_of(bind: sa.Engine | sa.Connection) -> object:
+    """The tenant ``bind`` serves: its schema_translate_map as a hashable key (None: none)."""
     translate = bind.get_execution_options().get("schema_translate_map")
     return tuple(sorted(translate.items(), key=repr)) if translate else None
 
@@ -344,10 +345,10 @@ class _Received:
 
     def highest(self, engine: sa.Engine, table: str, name: str) -> int | None:
         with self._lock:
-            return self._slot(engine).get((_tenant(engine), table, name))
+            return self._slot(engine).get((tenant_of(engine), table, name))
 
     def record(self, engine: sa.Engine, table: str, name: str, last: int) -> None:
-        key = (_tenant(engine), table, name)
+        key = (tenant_of(engine), table, name)
         with self._lock:
             slot = self._slot(engine)
             if slot.get(key, -1) < last:
@@ -356,7 +357,7 @@ class _Received:
     def forget(self, bind: sa.Engine | sa.Connection, table: str, name: str) -> None:
         engine = bind if isinstance(bind, sa.Engine) else bind.engine
         with self._lock:
-            self._slot(engine).pop((_tenant(bind), table, name), None)
+            self._slot(engine).pop((tenant_of(bind), table, name), None)
 
 
 #: Used by the modes that allocate in transactions of their own. Creating a
@@ -480,7 +481,7 @@ def read_next_value(conn: sa.Connection, name: str, *, table: str = DEFAULT_TABL
     try:
         value = conn.execute(_read_statement(table), {"seq_name": name}).scalar()
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        _raise_if_table_missing(conn, table, exc)  # SequencesTableNotFoundError
+        raise_if_table_missing(conn, table, exc)  # SequencesTableNotFoundError
         raise
     return None if value is None else int(value)
 
@@ -512,7 +513,7 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
     try:
         check_exact_names(conn, table)
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        _raise_if_table_missing(conn, table, exc)
+        raise_if_table_missing(conn, table, exc)
         raise
     allocator: _Allocator
     if facts(conn.dialect).allocates_with_last_insert_id:
@@ -524,14 +525,15 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
     try:
         new_next = allocator(conn, table, params)
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        _raise_if_table_missing(conn, table, exc)
+        raise_if_table_missing(conn, table, exc)
         raise
     if new_next is None:
-        _raise_missing_or_exhausted(conn, name, n, table)
+        raise_missing_or_exhausted(conn, name, n, table)
     return new_next - n
 
 
-def _raise_missing_or_exhausted(conn: sa.Connection, name: str, n: int, table: str) -> NoReturn:
+def raise_missing_or_exhausted(conn: sa.Connection, name: str, n: int, table: str) -> NoReturn:
+    """Why a block of ``n`` was not allocated: the row is missing, or the block would overflow."""
     current = read_next_value(conn, name, table=table)
     if current is None:
         raise SequenceNotFoundError(
@@ -550,7 +552,8 @@ def _raise_missing_or_exhausted(conn: sa.Connection, name: str, n: int, table: s
 _NO_TABLE_HINTS = ("does not exist", "doesn't exist", "no such table", "not found", "42p01")
 
 
-def _raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> None:
+def raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> None:
+    """SequencesTableNotFoundError from ``exc`` if ``table`` does not exist; else return."""
     # A ProgrammingError is a statement the server refused: always worth a look
     # (Spanner's says nothing more). Among OperationalErrors, which include
     # deadlocks and lost connections, only those that name a missing table.
@@ -628,17 +631,14 @@ def create_table_sequence(
     check_name(name)
     check_int(start, "start", InvalidSequenceError, min=0, max=MAX_VALUE)
     validate.check_name(table, "table", InvalidSequenceError)
-    _aio.check_sync_bind(bind, "create_table_sequence")
-    if isinstance(bind, sa.Engine):
-        with bind.begin() as conn:
-            return _create(conn, name, start, table, checkfirst)
-    return _create(bind, name, start, table, checkfirst)
+    with _aio.begin(bind, "create_table_sequence") as conn:
+        return _create(conn, name, start, table, checkfirst)
 
 
 def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: bool) -> bool:
     check_identifier(conn.dialect, table, "sequences table name", InvalidSequenceError)
     # rowcount of an INSERT is reported only when asked for (SQLAlchemy 2.0.28+)
-    statement = insert_ignoring_conflict(conn.dialect, _clause(table), ["name"])
+    statement = insert_ignoring_conflict(conn.dialect, table_clause(table), ["name"])
     statement = statement.execution_options(preserve_rowcount=True)
     try:
         check_exact_names(conn, table)
@@ -646,7 +646,7 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: 
     except sa.exc.IntegrityError:
         created = False  # engines without an insert-if-absent form
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        _raise_if_table_missing(conn, table, exc)
+        raise_if_table_missing(conn, table, exc)
         raise
     if created:
         received.forget(conn, table, name)
@@ -688,20 +688,17 @@ def drop_table_sequence(
     checkfirst = checkfirst_from(checkfirst, if_exists, "if_exists", "drop_table_sequence")
     check_name(name)
     validate.check_name(table, "table", InvalidSequenceError)
-    _aio.check_sync_bind(bind, "drop_table_sequence")
-    if isinstance(bind, sa.Engine):
-        with bind.begin() as conn:
-            return _drop(conn, name, table, checkfirst)
-    return _drop(bind, name, table, checkfirst)
+    with _aio.begin(bind, "drop_table_sequence") as conn:
+        return _drop(conn, name, table, checkfirst)
 
 
 def _drop(conn: sa.Connection, name: str, table: str, checkfirst: bool) -> bool:
-    t = _clause(table)
+    t = table_clause(table)
     statement = sa.delete(t).where(t.c.name == sa.bindparam("name"))
     try:
         result = conn.execute(statement.execution_options(preserve_rowcount=True), {"name": name})
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        _raise_if_table_missing(conn, table, exc)
+        raise_if_table_missing(conn, table, exc)
         raise
     dropped = result.rowcount == 1
     if not dropped and not checkfirst:
