@@ -42,8 +42,11 @@ operation                                    what it does
 
 Every operation is one small dataclass: its fields are the arguments of
 ``op.<name>(...)`` (and of the class), in order; the shared base derives from
-them the ``op`` method, the reverse, ``alembic check``'s diff tuple and the
-call autogenerate writes.
+them the reverse, ``alembic check``'s diff tuple and the call autogenerate
+writes. An operation and its reverse take the same arguments, so they share a
+base whose ``run(cls, operations, ...)`` classmethod writes those arguments
+out once (Alembic reads them from its code); each class has it as
+``op.<name>``, with the class docstring.
 
 Example (a migration script; the plugin has registered the operations)::
 
@@ -60,6 +63,7 @@ Example (a migration script; the plugin has registered the operations)::
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, ClassVar
@@ -129,7 +133,9 @@ class _SeqKeysOp(MigrateOperation):
     """What every seqkeys operation shares, derived from its dataclass fields.
 
     A class statement names the operation and, for an undo, what it reverses:
-    ``class DropXOp(_XOp, op_name="drop_x", reverses=CreateXOp)``.
+    ``class DropXOp(_XOp, op_name="drop_x", reverses=CreateXOp)``; ``_XOp``
+    (or the class) writes ``run(cls, operations, <the fields>)``, which
+    becomes the class's ``drop_x`` classmethod and so ``op.drop_x(...)``.
     """
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
@@ -150,6 +156,14 @@ class _SeqKeysOp(MigrateOperation):
         super().__init_subclass__(**kw)
         if op_name:
             cls.op_name = op_name
+            run = getattr(cls, "run", None)
+            if run is None:  # pragma: no cover - a class written wrong
+                raise TypeError(
+                    f"{cls.__name__} has no classmethod run(cls, operations, ...) to be "
+                    f"op.{op_name}(...): write it in the class or in the base it shares with "
+                    "its reverse, as every operation in alembic/ops.py does"
+                )
+            setattr(cls, op_name, classmethod(run.__func__))  # what Alembic looks up
         if reverses is not None:
             cls.reverse_op, reverses.reverse_op = reverses, cls
 
@@ -177,28 +191,30 @@ class _SeqKeysOp(MigrateOperation):
 
     @classmethod
     def op_method(cls) -> classmethod[Any, Any, None]:
-        """The classmethod Alembic turns into ``op.<op_name>(...)``, written in the class.
+        """The classmethod Alembic turns into ``op.<op_name>(...)``: ``run``, by that name.
 
-        Alembic reads its arguments from the function's code, so each operation
-        class writes it out (``create_table_sequence(cls, operations, name, ...)``);
-        tests/compile/test_alembic_ops_signatures.py checks it against the fields.
+        Alembic reads its arguments from the function's code, so ``run`` writes
+        them out (``run(cls, operations, name, start=1, ...)``);
+        tests/compile/test_alembic_ops_signatures.py checks them against the fields.
         """
-        method = cls.__dict__.get(cls.op_name)
-        if not isinstance(method, classmethod):  # pragma: no cover - a class written wrong
-            raise TypeError(
-                f"{cls.__name__} has no classmethod {cls.op_name}(cls, operations, ...): "
-                "write it in the class, as every operation class in alembic/ops.py does"
-            )
+        method: classmethod[Any, Any, None] = cls.__dict__[cls.op_name]
         return method
+
+
+def _help_text(op_class: type[_SeqKeysOp]) -> str:
+    """What ``help(op.<name>)`` shows: the class docstring, then ``run``'s ``:param:`` fields."""
+    run_doc = inspect.getdoc(op_class.op_method().__func__) or ""
+    params = run_doc[run_doc.index(":param") :] if ":param" in run_doc else ""
+    return f"{inspect.cleandoc(op_class.__doc__ or '')}\n\n{params}".strip()
 
 
 def register_operations() -> None:
     """Make every operation ``op.<name>`` with its implementation (the plugin calls it once)."""
     for op_class, implementation in IMPLEMENTATIONS.items():
-        method = op_class.op_method()
-        method.__func__.__doc__ = op_class.__doc__  # what help(op.<name>) shows
-        setattr(op_class, op_class.op_name, method)
+        run = op_class.op_method().__func__  # shared with the reverse: its docstring is restored
+        run_doc, run.__doc__ = run.__doc__, _help_text(op_class)  # Alembic copies it to op.<name>
         Operations.register_operation(op_class.op_name)(op_class)
+        run.__doc__ = run_doc  # Alembic wrote "This method is proxied ..." into it
         Operations.implementation_for(op_class)(implementation)
 
 
@@ -300,6 +316,14 @@ class _SequencesTableOp(_TableOp):
     what = "sequences table"
     instead = "keep the sequences in another table: op.create_sequences_table('other_name')"
 
+    @classmethod
+    def run(cls, operations: Operations, name: str = DEFAULT_TABLE) -> None:
+        """``op.create_sequences_table(name)`` and ``op.drop_sequences_table(name)``.
+
+        :param name: the sequences table's name.
+        """
+        operations.invoke(cls(name))
+
     def schema_table(self) -> sa.Table:
         return sequences_table(sa.MetaData(), self.name)
 
@@ -312,10 +336,6 @@ class CreateSequencesTableOp(_SequencesTableOp, op_name="create_sequences_table"
         op.create_sequences_table()            # or op.create_sequences_table("my_sequences")
     """
 
-    @classmethod
-    def create_sequences_table(cls, operations: Operations, name: str = DEFAULT_TABLE) -> None:
-        operations.invoke(cls(name))
-
 
 class DropSequencesTableOp(
     _SequencesTableOp, op_name="drop_sequences_table", reverses=CreateSequencesTableOp
@@ -327,10 +347,6 @@ class DropSequencesTableOp(
         op.drop_sequences_table()
     """
 
-    @classmethod
-    def drop_sequences_table(cls, operations: Operations, name: str = DEFAULT_TABLE) -> None:
-        operations.invoke(cls(name))
-
 
 @dataclass(eq=False)
 class _WorkerLeaseTableOp(_TableOp):
@@ -341,6 +357,14 @@ class _WorkerLeaseTableOp(_TableOp):
         "pass another name: op.create_worker_lease_table('other_name') and "
         "WorkerLease(..., table=...)"
     )
+
+    @classmethod
+    def run(cls, operations: Operations, name: str = DEFAULT_WORKERS_TABLE) -> None:
+        """``op.create_worker_lease_table(name)`` and ``op.drop_worker_lease_table(name)``.
+
+        :param name: the worker-lease table's name.
+        """
+        operations.invoke(cls(name))
 
     def schema_table(self) -> sa.Table:
         return workers_table(sa.MetaData(), self.name)
@@ -354,12 +378,6 @@ class CreateWorkerLeaseTableOp(_WorkerLeaseTableOp, op_name="create_worker_lease
         op.create_worker_lease_table()
     """
 
-    @classmethod
-    def create_worker_lease_table(
-        cls, operations: Operations, name: str = DEFAULT_WORKERS_TABLE
-    ) -> None:
-        operations.invoke(cls(name))
-
 
 class DropWorkerLeaseTableOp(
     _WorkerLeaseTableOp, op_name="drop_worker_lease_table", reverses=CreateWorkerLeaseTableOp
@@ -370,12 +388,6 @@ class DropWorkerLeaseTableOp(
 
         op.drop_worker_lease_table()
     """
-
-    @classmethod
-    def drop_worker_lease_table(
-        cls, operations: Operations, name: str = DEFAULT_WORKERS_TABLE
-    ) -> None:
-        operations.invoke(cls(name))
 
 
 @implements(CreateSequencesTableOp, CreateWorkerLeaseTableOp)
@@ -410,6 +422,18 @@ class _TableSequenceOp(_SeqKeysOp):
 
     always = ("start",)
 
+    @classmethod
+    def run(
+        cls, operations: Operations, name: str, start: int = 1, table: str = DEFAULT_TABLE
+    ) -> None:
+        """``op.create_table_sequence(name, ...)`` and ``op.drop_table_sequence(name, ...)``.
+
+        :param name: the sequence's name.
+        :param start: the first value it hands out (a drop's is what a downgrade recreates).
+        :param table: the sequences table that holds its row.
+        """
+        operations.invoke(cls(name, start, table))
+
     def __post_init__(self) -> None:
         self.name = check_sequence_name(self.name)
         self.start = _check_start(self.start, "start")
@@ -424,12 +448,6 @@ class CreateTableSequenceOp(_TableSequenceOp, op_name="create_table_sequence"):
         op.create_table_sequence("invoice_no", start=1000)
     """
 
-    @classmethod
-    def create_table_sequence(
-        cls, operations: Operations, name: str, start: int = 1, table: str = DEFAULT_TABLE
-    ) -> None:
-        operations.invoke(cls(name, start, table))
-
 
 class DropTableSequenceOp(
     _TableSequenceOp, op_name="drop_table_sequence", reverses=CreateTableSequenceOp
@@ -440,12 +458,6 @@ class DropTableSequenceOp(
 
         op.drop_table_sequence("invoice_no", start=1000)
     """
-
-    @classmethod
-    def drop_table_sequence(
-        cls, operations: Operations, name: str, start: int = 1, table: str = DEFAULT_TABLE
-    ) -> None:
-        operations.invoke(cls(name, start, table))
 
 
 @implements(CreateTableSequenceOp)
@@ -523,6 +535,25 @@ class _BitReversedOp(_SequenceOp):
     native = has_sequences
     first_value = "start_with_counter"
 
+    @classmethod
+    def run(
+        cls,
+        operations: Operations,
+        name: str,
+        start_with_counter: int = 1,
+        skip_range: SkipRange | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> None:
+        """``op.create_bit_reversed_sequence(name, ...)`` and ``op.drop_bit_reversed_sequence``.
+
+        :param name: the sequence's name.
+        :param start_with_counter: ``BitReversedSequence``'s ``start``: the counter of the
+            first value.
+        :param skip_range: ``(low, high)``: values never handed out (inclusive); None: none.
+        :param table: the sequences table where the engine has no sequences.
+        """
+        operations.invoke(cls(name, start_with_counter, skip_range, table))
+
     def __post_init__(self) -> None:
         # validates like the column default does, with the same messages
         self.sequence = BitReversedSequence(
@@ -544,17 +575,6 @@ class CreateBitReversedSequenceOp(_BitReversedOp, op_name="create_bit_reversed_s
         op.create_bit_reversed_sequence("order_id", start_with_counter=1, skip_range=(1, 5000))
     """
 
-    @classmethod
-    def create_bit_reversed_sequence(
-        cls,
-        operations: Operations,
-        name: str,
-        start_with_counter: int = 1,
-        skip_range: SkipRange | None = None,
-        table: str = DEFAULT_TABLE,
-    ) -> None:
-        operations.invoke(cls(name, start_with_counter, skip_range, table))
-
 
 class DropBitReversedSequenceOp(
     _BitReversedOp, op_name="drop_bit_reversed_sequence", reverses=CreateBitReversedSequenceOp
@@ -565,17 +585,6 @@ class DropBitReversedSequenceOp(
 
         op.drop_bit_reversed_sequence("order_id")
     """
-
-    @classmethod
-    def drop_bit_reversed_sequence(
-        cls,
-        operations: Operations,
-        name: str,
-        start_with_counter: int = 1,
-        skip_range: SkipRange | None = None,
-        table: str = DEFAULT_TABLE,
-    ) -> None:
-        operations.invoke(cls(name, start_with_counter, skip_range, table))
 
 
 implements(CreateBitReversedSequenceOp)(create_sequence)
@@ -588,6 +597,14 @@ implements(DropBitReversedSequenceOp)(drop_sequence)
 @dataclass(eq=False)
 class _NameCollationOp(_SeqKeysOp):
     table: str = DEFAULT_TABLE
+
+    @classmethod
+    def run(cls, operations: Operations, table: str = DEFAULT_TABLE) -> None:
+        """``op.make_sequence_names_case_sensitive(table)`` and its ``_insensitive`` reverse.
+
+        :param table: the sequences table whose ``name`` column changes.
+        """
+        operations.invoke(cls(table))
 
     def __post_init__(self) -> None:
         self.table = _check_table(self.table, "sequences table")
@@ -609,12 +626,6 @@ class MakeSequenceNamesCaseSensitiveOp(
         op.make_sequence_names_case_sensitive()   # or ("my_sequences")
     """
 
-    @classmethod
-    def make_sequence_names_case_sensitive(
-        cls, operations: Operations, table: str = DEFAULT_TABLE
-    ) -> None:
-        operations.invoke(cls(table))
-
 
 class MakeSequenceNamesCaseInsensitiveOp(
     _NameCollationOp,
@@ -629,12 +640,6 @@ class MakeSequenceNamesCaseInsensitiveOp(
 
         op.make_sequence_names_case_insensitive()
     """
-
-    @classmethod
-    def make_sequence_names_case_insensitive(
-        cls, operations: Operations, table: str = DEFAULT_TABLE
-    ) -> None:
-        operations.invoke(cls(table))
 
 
 def _alter_name_column(operations: Operations, table: str, exact: bool) -> bool:
@@ -706,7 +711,7 @@ class ResyncTableSequenceOp(_ResyncOp, op_name="resync_table_sequence"):
     """
 
     @classmethod
-    def resync_table_sequence(
+    def run(
         cls,
         operations: Operations,
         name: str,
@@ -716,6 +721,14 @@ class ResyncTableSequenceOp(_ResyncOp, op_name="resync_table_sequence"):
         schema: str | None = None,
         sequences_table: str = DEFAULT_TABLE,
     ) -> None:
+        """``op.resync_table_sequence(name, table_name, column, ...)``.
+
+        :param name: the table sequence to move.
+        :param table_name: the table whose ``MAX(column)`` it moves past.
+        :param column: that table's key column.
+        :param schema: that table's schema; None: the default one.
+        :param sequences_table: the sequences table that holds the sequence's row.
+        """
         operations.invoke(cls(name, table_name, column, schema, sequences_table))
 
     sequences_table: str = DEFAULT_TABLE
@@ -760,6 +773,14 @@ class _MarkColumnOp(_SeqKeysOp):
 
     positional = 0
 
+    @classmethod
+    def run(cls, operations: Operations, table: str = DEFAULT_WORKERS_TABLE) -> None:
+        """``op.upgrade_worker_lease_table(table=...)`` and ``op.downgrade_worker_lease_table``.
+
+        :param table: the worker-lease table that gains (or loses) ``high_water_ms``.
+        """
+        operations.invoke(cls(table))
+
     def __post_init__(self) -> None:
         self.table = _check_table(self.table, "worker-lease table")
 
@@ -782,12 +803,6 @@ class UpgradeWorkerLeaseTableOp(_MarkColumnOp, op_name="upgrade_worker_lease_tab
         op.upgrade_worker_lease_table(table="my_workers")
     """
 
-    @classmethod
-    def upgrade_worker_lease_table(
-        cls, operations: Operations, table: str = DEFAULT_WORKERS_TABLE
-    ) -> None:
-        operations.invoke(cls(table))
-
 
 class DowngradeWorkerLeaseTableOp(
     _MarkColumnOp, op_name="downgrade_worker_lease_table", reverses=UpgradeWorkerLeaseTableOp
@@ -798,12 +813,6 @@ class DowngradeWorkerLeaseTableOp(
 
         op.downgrade_worker_lease_table()
     """
-
-    @classmethod
-    def downgrade_worker_lease_table(
-        cls, operations: Operations, table: str = DEFAULT_WORKERS_TABLE
-    ) -> None:
-        operations.invoke(cls(table))
 
 
 def mark_column() -> sa.Column[int]:

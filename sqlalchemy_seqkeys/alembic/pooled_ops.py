@@ -89,6 +89,28 @@ class _PooledOp(_SequenceOp):
     native = incrementing_sequences
     first_value = "start"
 
+    @classmethod
+    def run(
+        cls,
+        operations: Operations,
+        name: str,
+        allocation_size: int = 50,
+        start: int = 1,
+        *,
+        schema: str | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> None:
+        """``op.create_pooled_sequence(name, ...)`` and ``op.drop_pooled_sequence(name, ...)``.
+
+        :param name: the sequence's name.
+        :param allocation_size: ``PooledSequence``'s ``batch_size``: keys per ``nextval``,
+            the native sequence's ``INCREMENT BY``.
+        :param start: the first key.
+        :param schema: the native sequence's schema.
+        :param table: the sequences table where the engine has no such sequence.
+        """
+        operations.invoke(cls(name, allocation_size, start, schema, table))
+
     def __post_init__(self) -> None:
         # validates like the column default does, with the same messages
         self.sequence = PooledSequence(
@@ -112,19 +134,6 @@ class CreatePooledSequenceOp(_PooledOp, op_name="create_pooled_sequence"):
         op.create_pooled_sequence("order_id", 50, start=1000)
     """
 
-    @classmethod
-    def create_pooled_sequence(
-        cls,
-        operations: Operations,
-        name: str,
-        allocation_size: int = 50,
-        start: int = 1,
-        *,
-        schema: str | None = None,
-        table: str = DEFAULT_TABLE,
-    ) -> None:
-        operations.invoke(cls(name, allocation_size, start, schema, table))
-
 
 class DropPooledSequenceOp(
     _PooledOp, op_name="drop_pooled_sequence", reverses=CreatePooledSequenceOp
@@ -135,19 +144,6 @@ class DropPooledSequenceOp(
 
         op.drop_pooled_sequence("order_id", 50)
     """
-
-    @classmethod
-    def drop_pooled_sequence(
-        cls,
-        operations: Operations,
-        name: str,
-        allocation_size: int = 50,
-        start: int = 1,
-        *,
-        schema: str | None = None,
-        table: str = DEFAULT_TABLE,
-    ) -> None:
-        operations.invoke(cls(name, allocation_size, start, schema, table))
 
 
 implements(CreatePooledSequenceOp)(create_sequence)
@@ -169,7 +165,7 @@ class ResyncPooledSequenceOp(_ResyncOp, op_name="resync_pooled_sequence"):
     """
 
     @classmethod
-    def resync_pooled_sequence(
+    def run(
         cls,
         operations: Operations,
         name: str,
@@ -180,6 +176,15 @@ class ResyncPooledSequenceOp(_ResyncOp, op_name="resync_pooled_sequence"):
         sequence_schema: str | None = None,
         sequences_table: str = DEFAULT_TABLE,
     ) -> None:
+        """``op.resync_pooled_sequence(name, table_name, column, ...)``.
+
+        :param name: the pooled sequence to move.
+        :param table_name: the table whose ``MAX(column) + 1`` it moves to.
+        :param column: that table's key column.
+        :param schema: that table's schema; None: the default one.
+        :param sequence_schema: the native sequence's schema; None: the default one.
+        :param sequences_table: the sequences table where the engine has no such sequence.
+        """
         operations.invoke(cls(name, table_name, column, schema, sequence_schema, sequences_table))
 
     sequence_schema: str | None = None
@@ -226,6 +231,8 @@ def declared_pooled_sequences(metadatas: Iterable[sa.MetaData]) -> dict[str, Poo
     Found in the column defaults of every table, and in what
     ``PooledSequence(..., metadata=...)`` attached.
 
+    :param metadatas: the models' ``MetaData`` objects.
+
     Example::
 
         >>> import sqlalchemy as sa
@@ -259,6 +266,11 @@ def compare_pooled_sequences(
     Part of the seqkeys plugin. Sequences that exist are left alone, also when
     their increment differs: the column default refuses those at run time,
     and altering a live pooled sequence is not a change to generate.
+
+    :param autogen_context: Alembic's context of the autogenerate run.
+    :param upgrade_ops: the operations found so far; ``op.create_pooled_sequence(...)``
+        (and ``op.create_sequences_table()`` where needed) are appended.
+    :param schemas: the schemas compared; it runs where they include the default one (None).
 
     Example (``env.py``)::
 
