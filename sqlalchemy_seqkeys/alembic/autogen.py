@@ -77,7 +77,10 @@ _WORKERS_COLUMNS = {"worker_id", "owner", "expires_at"}  # and high_water_ms, fr
 
 
 def metadatas_of(autogen_context: AutogenContext) -> list[sa.MetaData]:
-    """The models' MetaData objects autogenerate compares (``target_metadata``)."""
+    """The models' MetaData objects autogenerate compares (``target_metadata``).
+
+    :param autogen_context: Alembic's context of the autogenerate run.
+    """
     metadata = autogen_context.metadata
     if metadata is None:
         return []
@@ -89,6 +92,10 @@ def metadatas_of(autogen_context: AutogenContext) -> list[sa.MetaData]:
 def declared_objects(metadatas: Iterable[sa.MetaData], info_key: str) -> Iterator[object]:
     """What the models declare: per MetaData, what ``metadata.info[info_key]`` holds
     (sequences attached with ``metadata=``), then each column default's callable and argument.
+
+    :param metadatas: the models' ``MetaData`` objects.
+    :param info_key: the ``MetaData.info`` key under which ``metadata=`` attached the
+        strategy's objects (``"seqkeys_pooled"``, ``"seqkeys_bit_reversed"``).
 
     Example::
 
@@ -110,7 +117,13 @@ def declared_objects(metadatas: Iterable[sa.MetaData], info_key: str) -> Iterato
 
 
 def row_exists(conn: sa.Connection, existing_tables: set[str], table: str, name: str) -> bool:
-    """Whether sequence ``name`` has its row in the sequences table ``table``."""
+    """Whether sequence ``name`` has its row in the sequences table ``table``.
+
+    :param conn: the database's connection.
+    :param existing_tables: the tables the database has (``inspector.get_table_names()``).
+    :param table: the sequences table.
+    :param name: the sequence's name.
+    """
     return table in existing_tables and read_next_value(conn, name, table=table) is not None
 
 
@@ -204,7 +217,13 @@ def _drop_generic_add_column(upgrade_ops: ops.UpgradeOps, table: str, column: st
 def compare_seqkeys(
     autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schemas: set[str | None]
 ) -> PriorityDispatchResult:
-    """Autogenerate: the seqkeys tables, rows and sequences the database lacks (see above)."""
+    """Autogenerate: the seqkeys tables, rows and sequences the database lacks (see above).
+
+    :param autogen_context: Alembic's context of the autogenerate run.
+    :param upgrade_ops: the operations found so far; the seqkeys ones are appended, and
+        Alembic's own ``create_table`` of a seqkeys table is replaced by its operation.
+    :param schemas: the schemas compared; it runs where they include the default one (None).
+    """
     metadatas = metadatas_of(autogen_context)
     conn = autogen_context.connection
     if not metadatas or conn is None or None not in schemas:
@@ -337,9 +356,19 @@ _uuidv7_defaults_match_by_name = _server_defaults_alike(_both_uuidv7)
 #: what a script needs for the names autogenerate writes (``sqlalchemy_seqkeys.types.CombGuid()``)
 IMPORT = "import sqlalchemy_seqkeys"
 
+#: the server defaults of this library, and the call that makes each in a script
+_SERVER_DEFAULT_CALLS: tuple[tuple[type[Any], str], ...] = (
+    (ServerUuid7, "sqlalchemy_seqkeys.server_uuid7()"),
+    (ServerUuid, "sqlalchemy_seqkeys.server_uuid()"),
+)
+
 
 def render_op(autogen_context: AutogenContext, op: _SeqKeysOp) -> str:
-    """Alembic's renderer of every seqkeys operation: ``op.create_table_sequence(...)``."""
+    """Alembic's renderer of every seqkeys operation: ``op.create_table_sequence(...)``.
+
+    :param autogen_context: Alembic's context; the script's import is added to it.
+    :param op: the operation to render.
+    """
     autogen_context.imports.add(IMPORT)
     return op.render()
 
@@ -359,20 +388,11 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
 
         context.configure(..., render_item=sqlalchemy_seqkeys.alembic.render_item)
     """
-    if (
-        type_ == "server_default"
-        and isinstance(obj, sa.DefaultClause)
-        and isinstance(obj.arg, ServerUuid7)
-    ):
-        autogen_context.imports.add(IMPORT)
-        return "sqlalchemy_seqkeys.server_uuid7()"
-    if (
-        type_ == "server_default"
-        and isinstance(obj, sa.DefaultClause)
-        and isinstance(obj.arg, ServerUuid)
-    ):
-        autogen_context.imports.add(IMPORT)
-        return "sqlalchemy_seqkeys.server_uuid()"
+    if type_ == "server_default" and isinstance(obj, sa.DefaultClause):
+        for function, call in _SERVER_DEFAULT_CALLS:
+            if isinstance(obj.arg, function):
+                autogen_context.imports.add(IMPORT)
+                return call
     if type_ == "type" and type(obj).__module__.startswith("sqlalchemy_seqkeys."):
         autogen_context.imports.add(IMPORT)
         return False

@@ -66,6 +66,9 @@ _set_up: list[Plugin] = []
 def setup(plugin: Plugin) -> None:
     """Register the seqkeys operations, renderers and Spanner impl (once), and the comparators.
 
+    :param plugin: the Alembic ``Plugin`` that loads this module; the autogenerate
+        comparators are added to it.
+
     Example::
 
         Plugin.setup_plugin_from_module(sqlalchemy_seqkeys.alembic.plugin, "seqkeys")
