@@ -11,6 +11,7 @@ Pure: nothing here imports SQLAlchemy (a caller passes ``sa.MetaData`` to
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
@@ -27,6 +28,7 @@ __all__ = [
     "check_name",
     "check_seconds",
     "checked_clock",
+    "parse_uuid",
     "shown",
 ]
 
@@ -49,6 +51,26 @@ def shown(value: object, limit: int = 60) -> str:
     except Exception:  # a hostile __repr__ must not hide the real error
         text = f"<{type(value).__name__} object>"
     return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-2:]}"
+
+
+def parse_uuid(value: object) -> uuid.UUID | None:
+    """``value`` if it is a ``uuid.UUID``, the UUID its text spells if it is a str; else None.
+
+    The caller raises its own error: what the UUID was wanted for differs.
+
+    Example::
+
+        >>> parse_uuid("0190b6a8-6c3e-7d4a-9f1e-2b5c8d7e6f10").version, parse_uuid(b"x")
+        (7, None)
+    """
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, str):
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            return None
+    return None
 
 
 def _refuse(

@@ -25,6 +25,7 @@ import math
 import uuid
 from collections.abc import Callable, Sequence
 
+from ._validate import parse_uuid
 from .errors import InvalidOpaqueIdError, MissingExtraError
 
 __all__ = ["OpaqueBigint", "UuidV47", "ff1_decrypt", "ff1_encrypt", "siphash24"]
@@ -107,16 +108,12 @@ def siphash24(key: bytes, data: bytes) -> int:
 
 
 def _as_uuid(value: object, what: str) -> uuid.UUID:
-    if isinstance(value, uuid.UUID):
-        return value
-    if isinstance(value, str):
-        try:
-            return uuid.UUID(value)
-        except ValueError:
-            pass
-    raise InvalidOpaqueIdError(
-        f"{what} takes a uuid.UUID or its text form, not {type(value).__name__} {value!r:.80}"
-    )
+    guid = parse_uuid(value)
+    if guid is None:
+        raise InvalidOpaqueIdError(
+            f"{what} takes a uuid.UUID or its text form, not {type(value).__name__} {value!r:.80}"
+        )
+    return guid
 
 
 class UuidV47:

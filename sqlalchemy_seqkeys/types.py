@@ -61,7 +61,7 @@ from sqlalchemy.engine.interfaces import Dialect
 
 from ._dialect import facts, has_facts, mariadb_uuid_keeps_v7_order
 from ._rows import RowsAhead
-from ._validate import check_flag, check_name, shown
+from ._validate import check_flag, check_name, parse_uuid, shown
 from .comb import CombLayout, comb_minter, comb_minter_many
 from .dialects import GuidStorage
 from .errors import InvalidGuidError, UnknownDialectError
@@ -70,16 +70,14 @@ __all__ = ["CombGuid", "CombGuidDefault", "new_comb_guid"]
 
 
 def _as_uuid(value: object) -> uuid.UUID:
-    if isinstance(value, uuid.UUID):
-        return value
+    guid = parse_uuid(value)
+    if guid is not None:
+        return guid
     if isinstance(value, str):
-        try:
-            return uuid.UUID(value)
-        except ValueError:
-            raise InvalidGuidError(
-                f"{value!r} is not a GUID; a CombGuid column takes a uuid.UUID "
-                "or its text form such as '0190b6a8-6c3e-7d4a-9f1e-2b5c8d7e6f10'"
-            ) from None
+        raise InvalidGuidError(
+            f"{value!r} is not a GUID; a CombGuid column takes a uuid.UUID "
+            "or its text form such as '0190b6a8-6c3e-7d4a-9f1e-2b5c8d7e6f10'"
+        )
     raise InvalidGuidError(
         f"a CombGuid column takes a uuid.UUID (or its text form), not "
         f"{type(value).__name__} {value!r}; wrap bytes with uuid.UUID(bytes=...)"
