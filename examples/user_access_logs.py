@@ -62,7 +62,7 @@ class UserAccessLog(Base):
 
 
 def main(url: str) -> None:
-    engine = sa.create_engine(url)
+    engine = sa.create_engine(url, plugins=["seqkeys_shards"])
     if engine.dialect.name.startswith("spanner"):
         engine.dialect.insertmanyvalues_max_parameters = 950  # Spanner's statement limit
     Base.metadata.drop_all(engine)

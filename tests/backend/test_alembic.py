@@ -57,7 +57,8 @@ def load_models(path: Path) -> ModuleType:
 
 
 def make_engine(url: str) -> sa.Engine:
-    engine = sa.create_engine(url)
+    # the models have a shard column: this engine fills it (fill_shard_columns)
+    engine = sa.create_engine(url, plugins=["seqkeys_shards"])
     if engine.dialect.name.startswith("spanner"):
         from tests._emulator import configure_engine
 
