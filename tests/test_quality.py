@@ -75,33 +75,19 @@ def test_every_public_name_has_a_docstring() -> None:
 
 # -- :param name: fields (SQLAlchemy's convention) ----------------------------------------------
 
-#: the modules whose public callables document every parameter with ``:param name:``; a module
-#: joins once it does (test_parameters_report prints what the others still lack)
-PARAMS_DOCUMENTED = {
-    "sqlalchemy_seqkeys",
-    "sqlalchemy_seqkeys.alembic",
-    "sqlalchemy_seqkeys.alembic.spanner",
-    "sqlalchemy_seqkeys.cli",
-    "sqlalchemy_seqkeys.comb",
-    "sqlalchemy_seqkeys.demo",
-    "sqlalchemy_seqkeys.errors",
-    "sqlalchemy_seqkeys.opaque",
-    "sqlalchemy_seqkeys.pydantic",
-    "sqlalchemy_seqkeys.sequences",
-    "sqlalchemy_seqkeys.server_keys",
-    "sqlalchemy_seqkeys.snowflake",
-    "sqlalchemy_seqkeys.timerange",
-    "sqlalchemy_seqkeys.typeid",
-    "sqlalchemy_seqkeys.typeid_sql",
-    "sqlalchemy_seqkeys.uuid7",
-    "sqlalchemy_seqkeys.uuid7_sql",
-    "sqlalchemy_seqkeys.workers",
-}
 
 #: never documented: the instance and the class; and on a classmethod, Alembic's
 #: ``operations``, which ``op.<name>(...)`` passes itself
 _UNDOCUMENTED = frozenset({"self", "cls"})
 _UNDOCUMENTED_CLASSMETHOD = _UNDOCUMENTED | {"operations"}
+
+
+def _modules() -> list[str]:
+    names = ["sqlalchemy_seqkeys"]
+    for info in pkgutil.walk_packages([str(PACKAGE)], "sqlalchemy_seqkeys."):
+        if not info.name.endswith("__main__"):
+            names.append(info.name)
+    return names
 
 
 def _public_modules() -> list[str]:
@@ -173,42 +159,11 @@ def _lacking_params(module_name: str) -> list[str]:
     return lacking
 
 
-@pytest.mark.parametrize("module_name", sorted(PARAMS_DOCUMENTED))
+@pytest.mark.parametrize("module_name", _public_modules())
 def test_public_callables_document_their_parameters(module_name: str) -> None:
     """Every parameter of a public callable has a ``:param name:`` field, as in SQLAlchemy."""
     lacking = _lacking_params(module_name)
     assert not lacking, f"{module_name}: parameters without a :param field: {lacking}"
-
-
-def test_parameters_report() -> None:
-    """Prints the public callables of the other modules that lack ``:param`` fields (never
-    fails); see it with ``pytest tests/test_quality.py -k parameters_report -rP``."""
-    print(_parameters_report())
-
-
-def _parameters_report() -> str:
-    lines = []
-    for module_name in _public_modules():
-        if module_name in PARAMS_DOCUMENTED:
-            continue
-        try:
-            lacking = _lacking_params(module_name)
-        except Exception as exc:  # a module that does not import is reported, not raised
-            lacking = [f"(does not import: {exc!r})"]
-        if lacking:
-            lines.append(f"{module_name}: not in PARAMS_DOCUMENTED")
-            lines.extend(f"    {entry}" for entry in lacking)
-        else:
-            lines.append(f"{module_name}: documents every parameter; add it to PARAMS_DOCUMENTED")
-    return "\n".join(lines)
-
-
-def _modules() -> list[str]:
-    names = ["sqlalchemy_seqkeys"]
-    for info in pkgutil.walk_packages([str(PACKAGE)], "sqlalchemy_seqkeys."):
-        if not info.name.endswith("__main__"):
-            names.append(info.name)
-    return names
 
 
 @pytest.mark.parametrize("module_name", _modules())
@@ -226,7 +181,3 @@ def test_ci_runs_the_readme_test_command() -> None:
     block = readme.split(marker, 1)[1].split("```", 2)[1]
     command = "\n".join(line for line in block.splitlines()[1:] if line.strip())
     assert command.strip() in ci
-
-
-if __name__ == "__main__":  # python -m tests.test_quality: the :param report alone
-    print(_parameters_report())
