@@ -4,7 +4,7 @@
   installs: not ``docs`` or ``test``) has one ``>=`` lower bound, and the lowest
   set pins exactly those bounds (generated at every ``nox`` run, never copied).
 - The README's "Versions tested" table names the lowest set's versions, and CI
-  (``.ci/run``) runs the README's test command; both sets are nox sessions.
+  (``.ci/run``) runs the README's test command, then the lowest set.
 """
 
 from __future__ import annotations
@@ -93,6 +93,12 @@ def test_ci_runs_the_readme_command() -> None:
 
 
 def test_the_matrix_sets_are_nox_sessions(noxfile: ModuleType) -> None:
-    # CI runs the test command only until both sets pass the whole suite (README)
     for name in ("lowest", "newest"):
         assert callable(getattr(noxfile, name)), name
+
+
+def test_ci_runs_the_lowest_set_after_the_readme_command() -> None:
+    commands = _ci_commands()
+    readme_at = next(i for i, line in enumerate(commands) if "pytest" in line)
+    lowest_at = next(i for i, line in enumerate(commands) if "nox -s lowest" in line)
+    assert lowest_at > readme_at
