@@ -758,7 +758,10 @@ TARGETS = (
         "<=",
         1.15,
     ),
+    (("server-uuid", "server-uuid-sentinel"), "postgresql", "<=", 1.15),
     (("comb", "comb-char36", "comb-binary", "uuid7", "uuid7-native"), "mariadb", "<=", 1.25),
+    # issue 23: the key MariaDB mints itself (UUID() into its UUID type), at most 1.10x
+    (("server-uuid", "server-uuid-sentinel"), "mariadb", "<=", 1.10),
     (("uuid4",), "postgresql", ">=", 2.0),
     (("uuid4",), "mariadb", ">=", 2.0),
     (("pooled*",), "postgresql", "<=", 1 / 0.95),
