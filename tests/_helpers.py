@@ -42,10 +42,11 @@ def in_threads(mint: Callable[[], T], threads: int, per_thread: int) -> list[lis
 #: how long a forked child may take to send what it has to say
 CHILD_DEADLINE_S = 60.0
 
-#: the first byte a forked child writes, before any of its work: a child that
-#: never sends it hung in CPython's GIL hand-over right after a bare libc fork()
-#: taken while another thread waited for the GIL (docs/production.md, "Forks"),
-#: before any code of the library ran; such a fork is tried again (twice at most)
+#: the first byte a forked child writes, before any of its work and after one
+#: GIL hand-over between two threads (_hand_over_the_gil): a child that never
+#: sends it hung in CPython's GIL hand-over after a bare libc fork() taken while
+#: another thread waited for the GIL (docs/production.md, "Forks"), before any
+#: code of the library ran; such a fork is tried again (twice at most)
 STARTED = b"\x06"
 #: forks tried per child (os.fork() runs PyOS_AfterFork_Child: never retried)
 LIBC_FORK_TRIES = 3
@@ -105,6 +106,7 @@ def report_from_child(
     """In a forked child: run ``child``, write its text (or its exception's) to the pipe, exit."""
     try:
         os.close(read_fd)
+        _hand_over_the_gil()
         os.write(write_fd, STARTED)
         if start_ns is not None:
             wait_until(start_ns)
@@ -117,6 +119,24 @@ def report_from_child(
             view = view[os.write(write_fd, view) :]
     finally:
         os._exit(0)
+
+
+def _hand_over_the_gil() -> None:  # pragma: no cover - runs in the child
+    """Pass the GIL to another thread and back, before the child says it started.
+
+    After a bare libc ``fork()``, CPython's GIL condition variable may still
+    count a waiter of the parent that does not exist here; glibc then blocks
+    the first hand-over forever. That hand-over is usually the child's first
+    eval-breaker check, but where the parent had not yet asked for a switch it
+    is the first thread the child starts (a lease's renewal): after
+    :data:`STARTED`, where it looked like the library's hang. Forcing it here
+    puts every such hang before :data:`STARTED`, where the fork is tried again.
+    """
+    done = threading.Event()
+    thread = threading.Thread(target=done.set, daemon=True)
+    thread.start()
+    done.wait()
+    thread.join()
 
 
 def _reap(pid: int) -> None:
