@@ -27,6 +27,7 @@ from sqlalchemy_seqkeys import (
     fill_shard_columns,
     spanner_shard_column,
 )
+from tests._helpers import fresh_tables
 from tests.backend.test_shard_orm import generated_rows, own_engine, shard_column_table
 from tests.conftest import AsyncDatabase
 
@@ -63,12 +64,8 @@ def table(engine: Engine) -> Iterator[sa.Table]:
     """The shard table, created anew on the suite's engine, dropped after."""
     metadata = sa.MetaData()
     made = shard_column_table(metadata, TABLE)
-    metadata.drop_all(engine)
-    metadata.create_all(engine)
-    try:
+    with fresh_tables(engine, metadata):
         yield made
-    finally:
-        metadata.drop_all(engine)
 
 
 def insert_every_way(engine: Engine, table: sa.Table, rows: list[dict[str, Any]]) -> None:
