@@ -29,6 +29,7 @@ import asyncio
 import gc
 import random
 import sqlite3
+import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -163,7 +164,8 @@ async def _cancel_half(engine: AsyncEngine, rows: sa.Table, requests: int) -> in
         task.cancel()
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     failed = [o for o in outcomes if isinstance(o, Exception)]
-    assert not failed, failed  # a cancelled neighbour never breaks a request
+    # a cancelled neighbour never breaks a request
+    assert not failed, ["".join(traceback.format_exception(o)) for o in failed]
     pool = engine.sync_engine.pool
     assert isinstance(pool, sa.pool.QueuePool)
     assert pool.checkedout() == 0, pool.status()
