@@ -195,7 +195,6 @@ from .table import (
     DEFAULT_TABLE,
     MAX_VALUE,
     check_name,
-    checkfirst_from,
     create_table_sequence,
     drop_table_sequence,
     sequences_table,
@@ -339,13 +338,7 @@ class TableSequence(SequenceContract, PositionalDefault):
         conn = context.connection
         return self._take(conn.engine, conn)
 
-    def create(
-        self,
-        bind: sa.Engine | sa.Connection,
-        *,
-        checkfirst: bool = False,
-        if_not_exists: bool | None = None,
-    ) -> bool:
+    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
         """Add this sequence's row, starting at ``start``; True if it was added.
 
         See :func:`create_table_sequence`. An existing row raises
@@ -355,24 +348,16 @@ class TableSequence(SequenceContract, PositionalDefault):
             Connection (joins its transaction).
         :param checkfirst: leave an existing row as it is and return False
             (as ``sqlalchemy.Sequence.create``).
-        :param if_not_exists: the deprecated name of ``checkfirst`` (before 0.2).
 
         Example::
 
             TableSequence("invoice_id", mode="batch", start=1000).create(engine, checkfirst=True)
         """
-        checkfirst = checkfirst_from(checkfirst, if_not_exists, "if_not_exists", "create")
         return create_table_sequence(
             bind, self.name, self.start, table=self.table, checkfirst=checkfirst
         )
 
-    def drop(
-        self,
-        bind: sa.Engine | sa.Connection,
-        *,
-        checkfirst: bool = False,
-        if_exists: bool | None = None,
-    ) -> bool:
+    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
         """Delete this sequence's row; True if it was there. See :func:`drop_table_sequence`.
 
         A missing row raises :class:`~sqlalchemy_seqkeys.SequenceNotFoundError`
@@ -381,13 +366,11 @@ class TableSequence(SequenceContract, PositionalDefault):
         :param bind: an Engine (a transaction of its own, committed) or a
             Connection (joins its transaction).
         :param checkfirst: make a missing row a no-op that returns False.
-        :param if_exists: the deprecated name of ``checkfirst`` (before 0.2).
 
         Example::
 
             TableSequence("invoice_id", mode="batch").drop(engine, checkfirst=True)
         """
-        checkfirst = checkfirst_from(checkfirst, if_exists, "if_exists", "drop")
         return drop_table_sequence(bind, self.name, table=self.table, checkfirst=checkfirst)
 
     def next_value(self, bind: sa.Engine | sa.Connection) -> int:

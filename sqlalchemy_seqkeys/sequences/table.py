@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import threading
 import unicodedata
-import warnings
 import weakref
 from collections.abc import Callable
 from functools import lru_cache
@@ -576,26 +575,6 @@ def raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> N
         ) from exc
 
 
-def checkfirst_from(checkfirst: bool, old: bool | None, old_name: str, where: str) -> bool:
-    """``checkfirst``, or the deprecated ``if_not_exists`` / ``if_exists`` with a warning.
-
-    Example::
-
-        checkfirst = checkfirst_from(checkfirst, if_not_exists, "if_not_exists", "create")
-    """
-    validate.check_flag(checkfirst, "checkfirst", InvalidSequenceError)
-    validate.check_flag(old, old_name, InvalidSequenceError, nullable=True)
-    if old is None:
-        return checkfirst
-    warnings.warn(
-        f"{where}({old_name}=...) is deprecated since version 0.2 and goes in 0.3: pass "
-        f"checkfirst={old!r}, as sqlalchemy.Sequence.create and drop take it",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return checkfirst or old
-
-
 def create_table_sequence(
     bind: sa.Engine | sa.Connection,
     name: str,
@@ -603,15 +582,13 @@ def create_table_sequence(
     *,
     table: str = DEFAULT_TABLE,
     checkfirst: bool = False,
-    if_not_exists: bool | None = None,
 ) -> bool:
     """Add sequence ``name`` starting at ``start``; True if created, False if it existed.
 
     An existing sequence raises :class:`~sqlalchemy_seqkeys.SequenceExistsError`
     unless ``checkfirst=True`` (as ``sqlalchemy.Sequence.create``), and is
     never changed. With an Engine the row is committed here; with a
-    Connection it joins that connection's transaction. ``if_not_exists`` is
-    the deprecated name of ``checkfirst``.
+    Connection it joins that connection's transaction.
 
     :param bind: an Engine (a transaction of its own, committed) or a
         Connection (joins its transaction).
@@ -619,15 +596,12 @@ def create_table_sequence(
     :param start: the first value it hands out, 0 to 2**63 - 1.
     :param table: the sequences table's name.
     :param checkfirst: leave an existing sequence as it is and return False.
-    :param if_not_exists: the deprecated name of ``checkfirst`` (before 0.2).
 
     Example::
 
         create_table_sequence(engine, "invoice_id", start=1000, checkfirst=True)
     """
-    checkfirst = checkfirst_from(
-        checkfirst, if_not_exists, "if_not_exists", "create_table_sequence"
-    )
+    validate.check_flag(checkfirst, "checkfirst", InvalidSequenceError)
     check_name(name)
     check_int(start, "start", InvalidSequenceError, min=0, max=MAX_VALUE)
     validate.check_name(table, "table", InvalidSequenceError)
@@ -653,7 +627,7 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: 
     if not created and not checkfirst:
         raise SequenceExistsError(
             f"sequence {name!r} already exists in table {table!r}; it was left as it is. "
-            "Pass checkfirst=True (before version 0.2: if_not_exists=True) to make this a no-op"
+            "Pass checkfirst=True to make this a no-op"
         )
     return created
 
@@ -664,28 +638,25 @@ def drop_table_sequence(
     *,
     table: str = DEFAULT_TABLE,
     checkfirst: bool = False,
-    if_exists: bool | None = None,
 ) -> bool:
     """Delete sequence ``name``'s row; True if it was there.
 
     A missing sequence raises :class:`~sqlalchemy_seqkeys.SequenceNotFoundError`
     unless ``checkfirst=True`` (as ``sqlalchemy.Sequence.drop``). With an
     Engine the delete is committed here; with a Connection it joins that
-    connection's transaction. ``if_exists`` is the deprecated name of
-    ``checkfirst``.
+    connection's transaction.
 
     :param bind: an Engine (a transaction of its own, committed) or a
         Connection (joins its transaction).
     :param name: the sequence's row name.
     :param table: the sequences table's name.
     :param checkfirst: make a missing sequence a no-op that returns False.
-    :param if_exists: the deprecated name of ``checkfirst`` (before 0.2).
 
     Example::
 
         drop_table_sequence(engine, "invoice_id", checkfirst=True)
     """
-    checkfirst = checkfirst_from(checkfirst, if_exists, "if_exists", "drop_table_sequence")
+    validate.check_flag(checkfirst, "checkfirst", InvalidSequenceError)
     check_name(name)
     validate.check_name(table, "table", InvalidSequenceError)
     with _aio.begin(bind, "drop_table_sequence") as conn:
@@ -704,7 +675,7 @@ def _drop(conn: sa.Connection, name: str, table: str, checkfirst: bool) -> bool:
     if not dropped and not checkfirst:
         raise SequenceNotFoundError(
             f"sequence {name!r} does not exist in table {table!r}, so there is nothing to drop. "
-            "Pass checkfirst=True (before version 0.2: if_exists=True) to make this a no-op"
+            "Pass checkfirst=True to make this a no-op"
         )
     return dropped
 

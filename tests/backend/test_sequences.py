@@ -156,7 +156,7 @@ def test_next_value_and_next_values_outside_the_orm(seq_engine: Engine) -> None:
 
 def test_create_table_sequence(seq_engine: Engine) -> None:
     assert create_table_sequence(seq_engine, "orders_id", start=500) is True
-    with pytest.raises(SequenceExistsError, match="if_not_exists=True"):
+    with pytest.raises(SequenceExistsError, match="checkfirst=True"):
         create_table_sequence(seq_engine, "orders_id", start=1)
     assert create_table_sequence(seq_engine, "orders_id", start=1, checkfirst=True) is False
     with seq_engine.connect() as conn:
@@ -495,16 +495,19 @@ def test_every_mode_on_in_memory_sqlite(pool: str) -> None:
         engine.dispose()
 
 
-def test_the_old_keywords_still_work_and_warn(seq_engine: Engine) -> None:
-    # if_not_exists= / if_exists= are the 0.1 names of checkfirst=: one release of warnings
+def test_the_keywords_of_0_1_are_gone(seq_engine: Engine) -> None:
+    # if_not_exists= / if_exists= warned through 0.2 and went in 0.3 (CHANGELOG, "Removed")
     sequence = TableSequence("old_kw", mode="in_transaction")
     assert sequence.create(seq_engine, checkfirst=True) is True
-    with pytest.warns(DeprecationWarning, match=r"checkfirst=True"):
-        assert sequence.create(seq_engine, if_not_exists=True) is False
-    with pytest.warns(DeprecationWarning, match=r"if_not_exists=\.\.\.\) is deprecated"):
-        assert create_table_sequence(seq_engine, "old_kw", if_not_exists=True) is False
+    old: dict[str, Any] = {"if_not_exists": True}
+    with pytest.raises(TypeError, match="unexpected keyword argument 'if_not_exists'"):
+        sequence.create(seq_engine, **old)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'if_not_exists'"):
+        create_table_sequence(seq_engine, "old_kw", **old)
+    old = {"if_exists": True}
+    with pytest.raises(TypeError, match="unexpected keyword argument 'if_exists'"):
+        sequence.drop(seq_engine, **old)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'if_exists'"):
+        drop_table_sequence(seq_engine, "old_kw", **old)
+    assert sequence.next_value(seq_engine) == 1  # the row is still there, untouched
     assert sequence.drop(seq_engine, checkfirst=True) is True
-    with pytest.warns(DeprecationWarning, match=r"if_exists=\.\.\.\) is deprecated"):
-        assert sequence.drop(seq_engine, if_exists=True) is False
-    with pytest.warns(DeprecationWarning, match="checkfirst"):
-        assert drop_table_sequence(seq_engine, "old_kw", if_exists=True) is False

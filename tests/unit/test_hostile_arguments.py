@@ -539,7 +539,6 @@ TARGETS: list[Target] = [
             "start": integer(0, BIG - 1),
             "table": IDENT,
             "checkfirst": flag(),
-            "if_not_exists": flag(nullable=True),
         },
     ),
     Target(
@@ -552,7 +551,6 @@ TARGETS: list[Target] = [
             "start": integer(0, BIG - 1),
             "table": IDENT,
             "checkfirst": flag(),
-            "if_not_exists": flag(nullable=True),
         },
     ),
     Target(
@@ -564,7 +562,6 @@ TARGETS: list[Target] = [
             "name": SEQUENCE_NAME,
             "table": IDENT,
             "checkfirst": flag(),
-            "if_exists": flag(nullable=True),
         },
     ),
     Target(
@@ -576,7 +573,6 @@ TARGETS: list[Target] = [
             "name": SEQUENCE_NAME,
             "table": IDENT,
             "checkfirst": flag(),
-            "if_exists": flag(nullable=True),
         },
     ),
     Target(
@@ -1003,19 +999,14 @@ TARGETS: list[Target] = [
             {
                 "bind": async_bind() if method.endswith("_async") else sync_bind(),
                 "checkfirst": flag(),
-                **({"if_not_exists": flag(nullable=True)} if extra == "create" else {}),
-                **({"if_exists": flag(nullable=True)} if extra == "drop" else {}),
             },
         )
-        for cls, make, extra in (
-            (sk.TableSequence, lambda: sk.TableSequence(_fresh(), mode="separate"), "t"),
-            (sk.PooledSequence, lambda: sk.PooledSequence(_fresh()), ""),
-            (sk.BitReversedSequence, lambda: sk.BitReversedSequence(_fresh()), ""),
+        for cls, make in (
+            (sk.TableSequence, lambda: sk.TableSequence(_fresh(), mode="separate")),
+            (sk.PooledSequence, lambda: sk.PooledSequence(_fresh())),
+            (sk.BitReversedSequence, lambda: sk.BitReversedSequence(_fresh())),
         )
         for method in ("create", "create_async", "drop", "drop_async")
-        for extra in [
-            (method.split("_")[0] if cls is sk.TableSequence and "_" not in method else "")
-        ]
     ],
     *[
         Target(
@@ -1402,7 +1393,7 @@ def _refused(target: Target, param: str, value: object) -> None:
     kwargs = {**target.valid(), param: value}
     try:
         with warnings.catch_warnings():
-            # the deprecated if_exists= / if_not_exists= warn before they are refused
+            # the deprecated factories warn before they refuse the value
             warnings.simplefilter("ignore", DeprecationWarning)
             result = _run(target.call, kwargs)
     except SeqKeysError as exc:
