@@ -231,22 +231,24 @@ def _where(column: sa.Column[Any], table: sa.Table | None) -> str:
     return f"column {table.name}.{column.name}" if table is not None else f"column {column.name}"
 
 
-def _first_problem(
+def _refuse_first_problem(
     column: sa.Column[Any],
     table: sa.Table | None,
     problem_of: Callable[[sqltypes.TypeEngine[Any], str | None], str | None],
-) -> tuple[str, str] | None:
-    """The first problem ``problem_of`` finds with the column's type or one of its variants.
+    error: type[SeqKeysError],
+    message: Callable[[str, str], str],
+) -> None:
+    """Raise ``error`` for the first problem ``problem_of`` finds with the type or a variant.
 
-    Returned with where it is, as a message names it (``column t.id (its
-    variant for mysql)``); None where the type and each variant may hold the values.
+    ``message(where, problem)`` words it, ``where`` naming the place as a message
+    does (``column t.id (its variant for mysql)``). Nothing where the column's
+    type and each of its variants may hold the values.
     """
     for dialect, variant in _variants(column.type):
         problem = problem_of(variant, dialect)
         if problem is not None:
             on = f" (its variant for {dialect})" if dialect else ""
-            return f"{_where(column, table)}{on}", problem
-    return None
+            raise error(message(f"{_where(column, table)}{on}", problem))
 
 
 def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
@@ -260,30 +262,36 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
     integer = _integer_kind(fn)
     if integer is not None:
         what, error = integer
-        found = _first_problem(column, table, _bigint_problem)
-        if found is not None:
-            where, problem = found
-            raise error(
+        _refuse_first_problem(
+            column,
+            table,
+            _bigint_problem,
+            error,
+            lambda where, problem: (
                 f"{where} cannot hold the {what} of its default "
                 f"{fn!r}: {problem}, and the values are 63-bit. Declare it "
                 "sa.BigInteger (INT64 on Spanner), or sa.BigInteger().with_variant("
                 "sa.Integer(), 'sqlite') to keep SQLite's INTEGER PRIMARY KEY; for "
                 "Mapped[int] without a type, give mapped_column(sa.BigInteger, ...) "
                 "or type_annotation_map={int: sa.BigInteger}"
-            )
+            ),
+        )
         layout = getattr(fn, "layout", None) if _instance(fn, "snowflake", "Snowflake") else None
         if layout is not None and layout.max_id > 2**63 - 1:
-            found = _first_problem(column, table, _u64_problem)
-            if found is not None:
-                where, problem = found
-                raise InvalidSnowflakeError(
+            _refuse_first_problem(
+                column,
+                table,
+                _u64_problem,
+                InvalidSnowflakeError,
+                lambda where, problem: (
                     f"{where} cannot hold the ids of its default "
                     f"{fn!r}, whose layout is unsigned (ids up to 2**64 - 1): {problem}. "
                     "Declare it sa.Numeric(20, 0) (not on SQLite, whose numbers stop at "
                     "2**63 - 1), or mysql.BIGINT(unsigned=True) on MySQL and MariaDB; or "
                     "drop unsigned=True from the layout (its ids then stay below 2**63, "
                     "and it runs out sooner: see layout.exhausts_at)"
-                )
+                ),
+            )
     elif _is_guid_default(fn):
         native = _instance(type_, "types", "CombGuid") and type_.native_uuid  # type: ignore[attr-defined]
         if native and not _is_uuid7(fn):
@@ -293,14 +301,17 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
                 f"to 5, as many COMB GUIDs of {fn!r} do, so their time order is lost. "
                 "Use default=new_uuid7 with it, or CombGuid() / CombGuid(binary=True) for COMB keys"
             )
-        found = _first_problem(column, table, lambda variant, _dialect: _guid_problem(variant))
-        if found is not None:
-            where, problem = found
-            raise InvalidGuidError(
+        _refuse_first_problem(
+            column,
+            table,
+            lambda variant, _dialect: _guid_problem(variant),
+            InvalidGuidError,
+            lambda where, problem: (
                 f"{where} cannot store the GUIDs of its default "
                 f"{fn!r}: {problem}. Declare it CombGuid() (or CombGuid(binary=True) "
                 "for 16 bytes), which stores a uuid.UUID the way each engine indexes best"
-            )
+            ),
+        )
 
 
 def _shard_of(column: sa.Column[Any]) -> ShardId | None:

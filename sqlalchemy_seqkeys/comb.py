@@ -53,12 +53,22 @@ _MS_LIMIT = 1 << _MS_BITS
 class CombLayout(ChoiceEnum, error=InvalidLayoutError, noun="COMB layout"):
     """Where a COMB GUID keeps its timestamp; plain strings are accepted too.
 
-    Example::
+    ``new_comb_guid`` picks the layout each dialect's ``ORDER BY`` follows; give
+    one to :func:`new_comb` (or ``new_comb_guid.with_layout``) to choose it.
 
-        >>> CombLayout("at_end") is CombLayout.AT_END
-        True
-        >>> CombLayout.coerce("as_binary")
-        <CombLayout.AS_BINARY: 'as_binary'>
+    Example: one instant (``0x018f31737000`` ms) in each layout::
+
+        >>> from datetime import datetime, timezone
+        >>> from sqlalchemy_seqkeys import new_comb, new_comb_guid
+        >>> at = datetime(2024, 5, 1, tzinfo=timezone.utc)
+        >>> str(new_comb(CombLayout.AS_STRING, at=at))[:13]
+        '018f3173-7000'
+        >>> new_comb(CombLayout.AS_BINARY, at=at).bytes_le[:6].hex()
+        '018f31737000'
+        >>> str(new_comb("at_end", at=at))[-12:]
+        '018f31737000'
+        >>> new_comb_guid.layout_for("mssql")
+        <CombLayout.AT_END: 'at_end'>
     """
 
     #: Timestamp first in the text form and in RFC byte order (``UUID.bytes``).

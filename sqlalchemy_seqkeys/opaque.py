@@ -116,6 +116,17 @@ def _as_uuid(value: object, what: str) -> uuid.UUID:
     return guid
 
 
+#: UuidV47's refusals of a UUID of the other version ({guid}; {version}: the one it has)
+_NOT_A_KEY = (
+    "UuidV47.encode takes a UUIDv7 (a key minted by new_uuid7 or server_uuid7()), "
+    "not {guid} (version {version})"
+)
+_NOT_A_PUBLIC_ID = (
+    "{guid} is not a public id of UuidV47 (those are version 4 UUIDs, this is "
+    "version {version}): was the stored key passed instead?"
+)
+
+
 class UuidV47:
     """The UUIDv47 mapping under one secret: UUIDv7 keys to v4-looking public ids and back.
 
@@ -156,6 +167,18 @@ class UuidV47:
         value = (value & ~(_MASK48 << 80) & ~(0xF << _VERSION_SHIFT)) | (timestamp << 80)
         return uuid.UUID(int=value | (version << _VERSION_SHIFT))
 
+    def _parse(self, value: object, method: str, version: int, refusal: str) -> uuid.UUID:
+        """``value`` as a UUID of ``version`` (RFC 4122 variant), for ``UuidV47.<method>``.
+
+        Anything else raises InvalidOpaqueIdError: not a UUID, as :func:`_as_uuid`
+        words it; another version or variant, ``refusal`` with ``{guid}`` and
+        ``{version}`` (the one it has) filled in.
+        """
+        guid = _as_uuid(value, f"UuidV47.{method}")
+        if guid.version != version or guid.variant != uuid.RFC_4122:
+            raise InvalidOpaqueIdError(refusal.format(guid=guid, version=guid.version))
+        return guid
+
     def encode(self, key: uuid.UUID) -> uuid.UUID:
         """The public id of the UUIDv7 ``key``: a version 4 UUID, the timestamp hidden.
 
@@ -168,13 +191,7 @@ class UuidV47:
             >>> public.encode(uuid.UUID("00000000-0000-7000-8000-000000000000")).version
             4
         """
-        guid = _as_uuid(key, "UuidV47.encode")
-        if guid.version != 7 or guid.variant != uuid.RFC_4122:
-            raise InvalidOpaqueIdError(
-                f"UuidV47.encode takes a UUIDv7 (a key minted by new_uuid7 or server_uuid7()), "
-                f"not {guid} (version {guid.version})"
-            )
-        return self._swap(guid, version=4)
+        return self._swap(self._parse(key, "encode", 7, _NOT_A_KEY), version=4)
 
     def decode(self, public: uuid.UUID | str) -> uuid.UUID:
         """The UUIDv7 key whose public id is ``public`` (the reverse of :meth:`encode`).
@@ -192,13 +209,7 @@ class UuidV47:
             >>> public.decode(str(public.encode(key))) == key
             True
         """
-        guid = _as_uuid(public, "UuidV47.decode")
-        if guid.version != 4 or guid.variant != uuid.RFC_4122:
-            raise InvalidOpaqueIdError(
-                f"{guid} is not a public id of UuidV47 (those are version 4 UUIDs, this is "
-                f"version {guid.version}): was the stored key passed instead?"
-            )
-        return self._swap(guid, version=7)
+        return self._swap(self._parse(public, "decode", 4, _NOT_A_PUBLIC_ID), version=7)
 
 
 # -- FF1 (NIST SP 800-38G): a keyed permutation of BIGINT keys -----------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sqlalchemy import text
 from sqlalchemy import types as sqltypes
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ __all__ = [
     "NextValueReader",
     "ResyncBuilder",
     "SequenceResync",
+    "catalog_reader",
     "dialect_key",
     "facts",
     "family",
@@ -365,6 +367,43 @@ def read_catalog_by_name(
     """
     row = conn.execute(query, {"name": sequence_name_value(conn, sequence)}).first()
     return None if row is None else (int(row[0]), bool(row[1]))
+
+
+def catalog_reader(query: str, catalog: str) -> CatalogReader:
+    """The :data:`CatalogReader` of an engine whose catalog finds a sequence by its name.
+
+    The reader runs ``query`` with the sequence's name as :func:`read_catalog_by_name`
+    gives it: no row is no such sequence (None); an error of the server is raised.
+
+    :param query: SQL of the sequence's increment and cycle flag, in that order,
+        taking the name as ``:name``, its only parameter (else :class:`ValueError`
+        here: a query blind to the name would read some other sequence's row).
+    :param catalog: what it reads, for the reader's docstring (``"pg_sequence"``).
+
+    Example::
+
+        >>> import sqlalchemy as sa
+        >>> read = catalog_reader("SELECT 5, 1 WHERE :name = 'orders_id'", "a catalog")
+        >>> with sa.create_engine("sqlite://").connect() as conn:
+        ...     read(conn, sa.Sequence("orders_id")), read(conn, sa.Sequence("other"))
+        ((5, True), None)
+    """
+    statement = text(query)
+    if set(statement.compile().params) != {"name"}:
+        raise ValueError(
+            f"a catalog query takes the sequence's name as :name, its only parameter: {query!r}"
+        )
+
+    def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
+        return read_catalog_by_name(conn, sequence, statement)
+
+    read_catalog.__doc__ = (
+        f"``(increment, cycles)`` of ``sequence`` from ``{catalog}``; None if there is none.\n\n"
+        ":param conn: a connection; the sequence's name reaches the query quoted, its schema\n"
+        "    translated by the connection's ``schema_translate_map``.\n"
+        ":param sequence: the native sequence, as declared (``sa.Sequence``).\n"
+    )
+    return read_catalog
 
 
 def read_sequence_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from sqlalchemy.dialects import mssql
 
 from sqlalchemy_seqkeys.comb import CombLayout
-from sqlalchemy_seqkeys.dialects import DialectFacts, GuidStorage, read_catalog_by_name
+from sqlalchemy_seqkeys.dialects import DialectFacts, GuidStorage, catalog_reader
 
-_CATALOG = sa.text(
+#: ``(increment, cycles)`` of a sequence from ``sys.sequences``; None if there is none
+read_catalog = catalog_reader(
     "SELECT CAST(increment AS BIGINT), CAST(is_cycling AS INT) FROM sys.sequences "
-    "WHERE object_id = OBJECT_ID(:name, 'SO')"
+    "WHERE object_id = OBJECT_ID(:name, 'SO')",
+    "sys.sequences",
 )
-
-
-def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
-    """``(increment, cycles)`` of ``sequence`` from ``sys.sequences``; None if there is none.
-
-    :param conn: a connection; the name reaches ``OBJECT_ID`` with its schema
-        translated by the connection's ``schema_translate_map``.
-    :param sequence: the native sequence, as declared (``sa.Sequence``).
-    """
-    return read_catalog_by_name(conn, sequence, _CATALOG)
 
 
 FACTS = DialectFacts(

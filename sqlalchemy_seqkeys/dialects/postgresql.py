@@ -14,24 +14,16 @@ from sqlalchemy_seqkeys.dialects import (
     DialectFacts,
     GuidStorage,
     SequenceResync,
-    read_catalog_by_name,
+    catalog_reader,
 )
 
 _MAX_VALUE = 2**63 - 1
 
-_CATALOG = sa.text(
-    "SELECT seqincrement, seqcycle FROM pg_catalog.pg_sequence WHERE seqrelid = to_regclass(:name)"
+#: ``(increment, cycles)`` of a sequence from ``pg_sequence``; None if there is none
+read_catalog = catalog_reader(
+    "SELECT seqincrement, seqcycle FROM pg_catalog.pg_sequence WHERE seqrelid = to_regclass(:name)",
+    "pg_sequence",
 )
-
-
-def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool] | None:
-    """``(increment, cycles)`` of ``sequence`` from ``pg_sequence``; None if there is none.
-
-    :param conn: a connection; the name reaches ``to_regclass`` with its schema
-        translated by the connection's ``schema_translate_map``.
-    :param sequence: the native sequence, as declared (``sa.Sequence``).
-    """
-    return read_catalog_by_name(conn, sequence, _CATALOG)
 
 
 def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int | None:
