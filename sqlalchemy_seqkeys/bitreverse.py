@@ -343,18 +343,24 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
     :param start_with_counter: Spanner's name of ``start``, accepted as an
         alias (pass one of the two).
 
-    Example::
+    Example (a skip range; on SQLite the counter is a row of the sequences table)::
 
-        order_id = BitReversedSequence(
-            "order_id", start=1000, skip_range=(1, 99_999), batch_size=50,
-            metadata=Base.metadata,
-        )
+        >>> import sqlalchemy as sa
+        >>> from sqlalchemy_seqkeys import BitReversedSequence, reverse_bits, sequences_table
+        >>> metadata = sa.MetaData()
+        >>> _ = sequences_table(metadata)
+        >>> low_half = BitReversedSequence(   # no value with bit 62 set: all below 2**62
+        ...     "low_half", skip_range=(2**62, 2**63 - 1), metadata=metadata)
+        >>> engine = sa.create_engine("sqlite://")
+        >>> metadata.create_all(engine)
+        >>> values = low_half.next_values(engine, 3)
+        >>> values
+        [2305843009213693952, 1152921504606846976, 3458764513820540928]
+        >>> [reverse_bits(v) for v in values]   # odd counters reverse into bit 62: consumed
+        [2, 4, 6]
 
-        class Order(Base):
-            __tablename__ = "orders"
-            id: Mapped[int] = mapped_column(BigInteger, primary_key=True, default=order_id)
-
-        order_id.next_value(engine)        # outside the ORM
+    As a column default, ``mapped_column(BigInteger, primary_key=True, default=low_half)``
+    (docs/strategies/bit-reversed.md).
     """
 
     _info_key = "seqkeys_bit_reversed"

@@ -25,7 +25,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
 import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
@@ -67,6 +67,7 @@ DEFAULT_TABLE = "seqkeys_workers"
 MARK_COLUMN = "high_water_ms"
 _MAX_TTL_S = 86400.0
 _M = TypeVar("_M", bound=Minter)
+_T = TypeVar("_T")
 
 
 def _suspend_counting_clock() -> Callable[[], float]:
@@ -916,6 +917,30 @@ def _child_claim_error(exc: SeqKeysError, retry_in: float, again: bool = False) 
         return WorkerLeaseDatabaseError(message)
 
 
+class _FromSyncLease(Generic[_T]):
+    """A read-only attribute of :class:`AsyncWorkerLease`: its sync lease's attribute of that name.
+
+    The reference shows the string that follows it in the class as its doc; ``help()`` this one.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+        self.__doc__ = f"The sync lease's :attr:`WorkerLease.{name}` (read only)."
+
+    @overload
+    def __get__(self, lease: None, owner: type) -> _FromSyncLease[_T]: ...
+    @overload
+    def __get__(self, lease: AsyncWorkerLease, owner: type) -> _T: ...
+    def __get__(self, lease: AsyncWorkerLease | None, owner: type) -> _FromSyncLease[_T] | _T:
+        if lease is None:
+            return self  # looked up on the class (help(), the docs)
+        value: _T = getattr(lease.sync_lease, self._name)
+        return value
+
+    def __set__(self, lease: AsyncWorkerLease, value: NoReturn) -> NoReturn:
+        raise AttributeError(f"AsyncWorkerLease.{self._name} is read only")
+
+
 class AsyncWorkerLease:
     """:class:`WorkerLease` for an :class:`~sqlalchemy.ext.asyncio.AsyncEngine`.
 
@@ -1133,15 +1158,16 @@ class AsyncWorkerLease:
 
     # -- the lease's state and the Lease protocol: the sync lease's ------------------
 
-    @property
-    def worker_id(self) -> int:
-        """The worker id this lease holds (raises WorkerIdNotBoundError before start)."""
-        return self.sync_lease.worker_id
-
-    @property
-    def valid(self) -> bool:
-        """True while the lease is certainly ours: renewed in time and not closed."""
-        return self.sync_lease.valid
+    worker_id = _FromSyncLease[int]()
+    """The worker id this lease holds (raises WorkerIdNotBoundError before start)."""
+    valid = _FromSyncLease[bool]()
+    """True while the lease is certainly ours: renewed in time and not closed."""
+    floor_ms = _FromSyncLease[int]()
+    """The previous holder's high-water mark (Unix ms)."""
+    mark_ms = _FromSyncLease[int]()
+    """This holder's high-water mark (Unix ms)."""
+    closed = _FromSyncLease[bool]()
+    """True once :meth:`close` was called."""
 
     def check(self) -> int:
         """Return the worker id, or raise WorkerLeaseLostError if the lease may be gone.
@@ -1151,21 +1177,6 @@ class AsyncWorkerLease:
             lease.check()   # 5
         """
         return self.sync_lease.check()
-
-    @property
-    def floor_ms(self) -> int:
-        """The previous holder's high-water mark (Unix ms)."""
-        return self.sync_lease.floor_ms
-
-    @property
-    def mark_ms(self) -> int:
-        """This holder's high-water mark (Unix ms)."""
-        return self.sync_lease.mark_ms
-
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`close` was called."""
-        return self.sync_lease.closed
 
     @property
     def reclaimable(self) -> bool:
