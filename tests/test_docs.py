@@ -127,6 +127,18 @@ def test_the_griffe_extension_shows_sphinx_roles_as_markdown() -> None:
     assert module.markdown_of(text) == "See `WorkerLease` and `reverse_bits`.\n\nExample:"
 
 
+def test_the_reference_shows_async_lease_attributes_as_properties(site: Path) -> None:
+    # AsyncWorkerLease.worker_id & co. are one descriptor (workers._FromSyncLease); the
+    # reference shows each as the typed read-only property it behaves as
+    page = (site / "reference" / "snowflake" / "index.html").read_text(encoding="utf-8")
+    assert "_FromSyncLease" not in page
+    for name in ("worker_id", "valid", "floor_ms", "mark_ms", "closed"):
+        anchor = f'id="sqlalchemy_seqkeys.AsyncWorkerLease.{name}"'
+        assert anchor in page, name
+        heading = page[page.index(anchor) :][:2000]
+        assert "property" in heading, (name, heading)
+
+
 # -- the examples run -------------------------------------------------------------------------
 
 

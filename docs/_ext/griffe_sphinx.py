@@ -67,3 +67,20 @@ class SphinxRoles(griffe.Extension):
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.docstring is not None:
             obj.docstring.value = markdown_of(obj.docstring.value)
+
+
+class SyncLeaseAttributes(griffe.Extension):
+    """``x = _FromSyncLease[T]()`` (``AsyncWorkerLease``), shown as the read-only ``x: T`` it is.
+
+    The descriptor reads the attribute of the wrapped ``WorkerLease``; the
+    reference shows it as the property it behaves as, never the private class.
+    """
+
+    def on_attribute_instance(self, *, attr: griffe.Attribute, **kwargs: Any) -> None:
+        call = attr.value
+        if not isinstance(call, griffe.ExprCall):
+            return
+        function = call.function
+        if isinstance(function, griffe.ExprSubscript) and str(function.left) == "_FromSyncLease":
+            attr.annotation, attr.value = function.slice, None
+            attr.labels = {"property"}
