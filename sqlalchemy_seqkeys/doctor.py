@@ -693,7 +693,7 @@ def _check_capabilities(ctx: _Context) -> None:
         "UUIDv7",
         INFO,
         f"the server mints UUIDv7: {native}" if native else "the server has no UUIDv7 function",
-        details={"uuidv7": native},
+        details={"server_uuid7": native},
     )
     server = _compiles(ServerUuid(), dialect) if returning else None
     client_guids = [

@@ -165,6 +165,15 @@ def test_healthy_database(
     data = json.loads(capsys.readouterr().out)
     assert data["healthy"] is True
     assert {f["check"] for f in data["findings"]} >= {"behind", "schema", "clock", "capabilities"}
+    capabilities = {
+        key: value
+        for f in data["findings"]
+        if f["check"] == "capabilities"
+        for key, value in f["details"].items()
+    }
+    # the keys are the library's names: server_uuid7() and server_uuid() (docs/doctor.md)
+    assert {"returning", "server_uuid7"} <= capabilities.keys(), capabilities
+    assert capabilities["returning"] is bool(engine.dialect.insert_returning)
     assert counts(engine, models) == before  # doctor wrote nothing
     with engine.connect() as conn:  # and dropped its temporary table
         assert not sa.inspect(conn).has_table("seqkeys_doctor_order")
