@@ -7,7 +7,7 @@ Under ``AsyncSession`` a column default (a :class:`~sqlalchemy_seqkeys.Snowflake
 runs in SQLAlchemy's greenlet on the loop's thread: a ``time.sleep`` there
 stops every task of the loop, while ``await_(asyncio.sleep(...))`` hands the
 loop back for as long as the wait lasts. Imported lazily by the pure modules
-(on their rare waiting paths only), so they stay free of SQLAlchemy.
+(on their rare waiting paths only), so they stay free of SQLAlchemy. Design: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ sqlalchemy-spanner 1.15 and newer (the suite's lowest and newest sets,
 ``noxfile.py``). When a release renames one of these, this module is the one
 that changes; nothing else in the package touches another library's
 underscore names. Each entry says what it uses and since when it is there.
-Imports nothing beyond SQLAlchemy itself until an entry is used.
+Imports nothing beyond SQLAlchemy itself until an entry is used. Design: docs/architecture.md.
 """
 
 from __future__ import annotations

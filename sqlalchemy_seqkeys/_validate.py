@@ -5,7 +5,7 @@ Each check returns the value it accepted, so a constructor reads
 refusal reads ``<what> must be <wanted>, not <value> (<type>)[; <hint>]``.
 
 Pure: nothing here imports SQLAlchemy (a caller passes ``sa.MetaData`` to
-:func:`check_instance` itself).
+:func:`check_instance` itself). Design: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 See :mod:`sqlalchemy_seqkeys.sequences.generators` for the four modes,
 :mod:`sqlalchemy_seqkeys.sequences.table` for the table and its allocation, and
 :mod:`sqlalchemy_seqkeys.sequences.resync` for moving a sequence past a table's keys.
+User guide: docs/strategies/table-sequences.md.
 """
 
 from __future__ import annotations

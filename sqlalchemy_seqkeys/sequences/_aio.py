@@ -6,6 +6,7 @@ proxies whose ``async def`` methods run the sync code in a greenlet
 (a transaction of its own, committed) or an ``AsyncConnection`` (it joins that
 connection's transaction, which the caller commits) and runs the very same
 sync function; nothing returns an int or a coroutine depending on its argument.
+User guide: docs/asyncio.md.
 """
 
 from __future__ import annotations
