@@ -1,42 +1,10 @@
 """Move a table sequence past the keys a table already holds, after an import or a restore.
 
-Rows copied in with their keys (a data import, a restored backup, a merge of
-two databases) leave the sequence behind: its next values are keys that exist.
-:func:`resync_table_sequence` moves the sequence's ``next_value`` to
-``MAX(column) + 1`` of the table, as Django's ``sqlsequencereset`` and
-Hibernate's schema tools do for native sequences. It is one statement::
+:func:`resync_table_sequence` is one UPDATE that sets the sequence's ``next_value``
+to ``MAX(column) + 1`` of the table: atomic beside allocations, never backwards.
+It suits plain counters, not a ``BitReversed`` key column.
 
-    UPDATE sequences SET next_value = (SELECT MAX(id) FROM invoices) + 1
-    WHERE name = 'invoice_id' AND next_value <= (SELECT MAX(id) FROM invoices)
-
-so it is atomic beside concurrent allocations (they wait on the row, or it
-waits on them) and never moves a sequence backwards: a sequence already past
-the table's keys is left as it is. The same is available as a command and as
-an Alembic operation::
-
-    $ seqkeys resync --url URL --sequence invoice_id --table invoices --column id
-    op.resync_table_sequence("invoice_id", "invoices", "id")
-
-Example::
-
-    >>> import sqlalchemy as sa
-    >>> from sqlalchemy_seqkeys import create_table_sequence, resync_table_sequence
-    >>> from sqlalchemy_seqkeys import sequences_table
-    >>> engine = sa.create_engine("sqlite://")
-    >>> metadata = sa.MetaData()
-    >>> _ = sequences_table(metadata)
-    >>> invoices = sa.Table("invoices", metadata, sa.Column("id", sa.BigInteger, primary_key=True))
-    >>> metadata.create_all(engine)
-    >>> create_table_sequence(engine, "invoice_id")
-    True
-    >>> with engine.begin() as conn:   # an import, keys included
-    ...     _ = conn.execute(invoices.insert(), [{"id": 1}, {"id": 41}])
-    >>> resync_table_sequence(engine, "invoice_id", "invoices", "id")
-    42
-
-Only plain counters can be resynchronised this way: for a
-:class:`~sqlalchemy_seqkeys.BitReversed` key the column holds reversed values
-whose maximum says nothing about the counter.
+User guide: docs/strategies/table-sequences.md (restores and imports).
 """
 
 from __future__ import annotations

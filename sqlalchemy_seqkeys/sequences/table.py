@@ -1,45 +1,12 @@
 """The ``sequences(name, next_value)`` table and one atomic allocation per dialect.
 
-Every table sequence is a row: ``name`` (up to 64 characters, the primary key)
-and ``next_value``, the next value it will hand out. Allocating a block of
-``n`` values moves ``next_value`` up by ``n`` in one statement and one round
-trip, so the row is locked only for as long as that statement's transaction:
+A table sequence is a row: ``name`` (the primary key) and ``next_value``, the next
+value it hands out. :func:`allocate` moves ``next_value`` up by ``n`` in one
+statement that never passes the BIGINT maximum; :func:`create_table_sequence` and
+:func:`drop_table_sequence` add and delete rows. Names are bound parameters and
+compare exactly on every engine (``utf8mb4_bin`` on MySQL and MariaDB).
 
-=====================  ==================================================================
-PostgreSQL, SQLite     ``UPDATE sequences SET next_value = next_value + :n ... RETURNING``
-Spanner                ``UPDATE sequences SET next_value = next_value + @n ... THEN RETURN``
-MySQL, MariaDB         ``UPDATE sequences SET next_value = LAST_INSERT_ID(next_value + %s)``
-                       (the new value comes back in the OK packet, no second read)
-=====================  ==================================================================
-
-Every statement also requires ``next_value <= 2**63 - 1 - n``, so a block that
-would pass the BIGINT maximum allocates nothing and raises
-:class:`~sqlalchemy_seqkeys.SequenceExhaustedError`. Sequence names travel as
-bound parameters only.
-
-Names compare exactly on every engine: ``Invoice_A`` and ``invoice_a`` are two
-sequences. On MySQL and MariaDB, whose default collations ignore case, the
-``name`` column is declared ``CHARACTER SET utf8mb4 COLLATE utf8mb4_bin``. A
-table created before that (by version 0.1) is refused at its first use, with
-:class:`~sqlalchemy_seqkeys.SequenceAllocationError` naming the Alembic
-operation that converts it, ``op.make_sequence_names_case_sensitive()``.
-``utf8mb4_bin`` pads with spaces when it compares, so a name may not end with
-whitespace (nor hold control characters, which PostgreSQL cannot store).
-
-Example::
-
-    >>> import sqlalchemy as sa
-    >>> from sqlalchemy_seqkeys import sequences_table, create_table_sequence
-    >>> from sqlalchemy_seqkeys.sequences.table import allocate
-    >>> engine = sa.create_engine("sqlite://")
-    >>> metadata = sa.MetaData()
-    >>> table = sequences_table(metadata)
-    >>> metadata.create_all(engine)
-    >>> create_table_sequence(engine, "invoice_id", start=1000)
-    True
-    >>> with engine.begin() as conn:
-    ...     allocate(conn, "invoice_id", 10)   # values 1000 .. 1009
-    1000
+User guide: docs/strategies/table-sequences.md.
 """
 
 from __future__ import annotations
