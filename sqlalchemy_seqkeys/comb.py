@@ -5,15 +5,9 @@ reads its millisecond back, and :func:`comb_minter` / :func:`comb_minter_many`
 are what the ``new_comb_guid`` column default calls. Values of one process
 strictly increase (a random step within a millisecond), threads share one
 lock, and a forked child (``os.fork()`` or a libc ``fork()``) starts apart
-from its parent. Layouts, guarantees and measurements:
-docs/strategies/comb-uuid7.md. UUIDv7 lives in :mod:`sqlalchemy_seqkeys.uuid7`.
+from its parent. UUIDv7 lives in :mod:`sqlalchemy_seqkeys.uuid7`.
 
-    >>> from sqlalchemy_seqkeys import CombLayout, new_comb, comb_timestamp
-    >>> a, b = new_comb(CombLayout.AS_STRING), new_comb(CombLayout.AS_STRING)
-    >>> str(a) < str(b)
-    True
-    >>> comb_timestamp(a, CombLayout.AS_STRING).tzinfo
-    datetime.timezone.utc
+User guide: docs/strategies/comb-uuid7.md.
 """
 
 from __future__ import annotations

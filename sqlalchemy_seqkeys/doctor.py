@@ -1,35 +1,13 @@
 """``doctor``: a checkup of every key column of a MetaData against the live database.
 
-For every column whose default (or server default) is one of this library's
-strategies, :func:`doctor` asks the database:
+:func:`doctor` (and :func:`doctor_async`) runs the checks ``order``, ``behind``,
+``schema``, ``clock`` and ``capabilities`` on every column whose default is one of
+this library's strategies and returns a :class:`DoctorReport` of
+:class:`DoctorFinding`. It writes nothing but the temporary tables it drops, rolls
+back every check's transaction and never moves a sequence: a finding carries the
+command that fixes it, and ``report.healthy`` is False when any is a problem.
 
-- **order**: are the keys the column's own default mints kept in minting order
-  by the column's real type? It mints 1,000 keys, inserts them into a
-  temporary table whose key column has the type (and collation) the database
-  reports for the real column, reads them back ``ORDER BY`` the key and counts
-  how many are out of place (COMB keys in MariaDB's ``UUID`` type, a type that
-  round-trips badly). Skipped where order is not promised (random keys,
-  Spanner);
-- **behind**: a table sequence or pooled native sequence whose next value is at
-  or below the largest key already in its table (the fix: the resync command),
-  and a native sequence whose ``INCREMENT BY`` is not the allocation size;
-- **schema**: the sequences and worker-lease tables exist and are current
-  (names compared exactly, ``high_water_ms``), and each declared sequence has
-  its row or native sequence;
-- **clock**: this host's clock against the server's, beside the lease's
-  ``max_skew``;
-- **capabilities**: ``RETURNING``, a server UUIDv7 function, ``server_uuid()``.
-
-It writes nothing but the temporary tables it drops, runs every check in a
-transaction it rolls back, and never moves a sequence: a finding carries the
-command that fixes it. ``report.healthy`` is False when any finding is a
-problem (``seqkeys doctor`` then exits with 1)::
-
-    report = doctor(engine, Base.metadata)
-    print(report.format())
-    if not report.healthy:
-        for finding in report.problems:
-            print(finding.fix)
+User guide: docs/doctor.md.
 """
 
 from __future__ import annotations

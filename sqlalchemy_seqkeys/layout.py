@@ -2,14 +2,12 @@
 
 A :class:`SnowflakeLayout` says how many bits the timestamp, the worker id and
 the sequence take, in which order, from which epoch and in which time unit; it
-composes and splits ids, and says when its timestamp runs out
-(:attr:`~SnowflakeLayout.exhausts_at`) and how many ids a worker may mint per
-second (:attr:`~SnowflakeLayout.ids_per_second`). Presets give the layouts in
-production (:meth:`~SnowflakeLayout.twitter`, :meth:`~SnowflakeLayout.sonyflake`,
-:meth:`~SnowflakeLayout.discord`, :meth:`~SnowflakeLayout.instagram`,
-:meth:`~SnowflakeLayout.mastodon`) and one whose ids stay exact in JavaScript
-(:meth:`~SnowflakeLayout.js_safe`). See the "Layouts" section of
-``docs/strategies/snowflake.md`` and ``docs/ids-in-apis.md``.
+composes and splits ids, and says when it runs out (``exhausts_at``) and how fast
+a worker mints (``ids_per_second``). Presets give the layouts in production
+(``twitter``, ``sonyflake``, ``discord``, ``instagram``, ``mastodon``) and one
+whose ids stay exact in JavaScript (``js_safe``).
+
+User guide: docs/strategies/snowflake.md (Layouts) and docs/ids-in-apis.md.
 """
 
 from __future__ import annotations

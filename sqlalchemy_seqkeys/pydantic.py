@@ -1,38 +1,12 @@
 """Pydantic types for keys that leave the database as JSON (the ``pydantic`` extra).
 
-JavaScript reads every JSON number as a 64-bit float, exact only up to
-2**53 - 1: ``JSON.parse`` silently rounds a Snowflake id such as
-``1234567890123456789`` to ``1234567890123456800``, and the client then asks
-for a row that does not exist. These annotated types fix the wire form once,
-for models, FastAPI response models and SQLModel:
-
-- :data:`SnowflakeId`: a 63-bit id (0 to 2**63 - 1) that validates from an int
-  or a decimal string and serialises as a **string** in JSON (an int in Python);
-- :data:`JsSafeId`: an id of at most 53 bits (0 to 2**53 - 1) that validates
-  from an int or a decimal string and serialises as a **number**: safe as a
-  JavaScript number, refused if larger;
-- :class:`~sqlalchemy_seqkeys.TypeID` itself (any prefix) and
-  ``Annotated[TypeID, TypeIDPrefix("user")]`` (that prefix only): validate from
-  the text form (or a ``TypeID``), serialise as the text form.
-
-Example::
-
-    >>> from typing import Annotated
-    >>> from pydantic import BaseModel
-    >>> from sqlalchemy_seqkeys import TypeID
-    >>> from sqlalchemy_seqkeys.pydantic import JsSafeId, SnowflakeId, TypeIDPrefix
-    >>> class UserOut(BaseModel):
-    ...     id: SnowflakeId
-    ...     page: JsSafeId
-    ...     public_id: Annotated[TypeID, TypeIDPrefix("user")]
-    >>> out = UserOut(id=1234567890123456789, page="7",
-    ...               public_id="user_01h455vb4pex5vsknk084sn02q")
-    >>> out.model_dump_json()
-    '{"id":"1234567890123456789","page":7,"public_id":"user_01h455vb4pex5vsknk084sn02q"}'
-    >>> UserOut.model_validate_json(out.model_dump_json()) == out
-    True
-
+JavaScript reads JSON numbers exactly only up to 2**53 - 1, so these annotated
+types fix the wire form once: :data:`SnowflakeId` (63 bits, a string in JSON),
+:data:`JsSafeId` (53 bits, a number; larger is refused), :class:`IdBits` (other
+widths) and ``Annotated[TypeID, TypeIDPrefix("user")]`` (one TypeID prefix).
 Importing ``sqlalchemy_seqkeys`` does not import Pydantic; this module does.
+
+User guide: docs/ids-in-apis.md.
 """
 
 from __future__ import annotations

@@ -1,64 +1,13 @@
 """``server_uuid()``: the best key the database server mints itself, as a server default.
 
-Declare the key with ``server_default=server_uuid()``; rows inserted without a
-key get one from the server, and the ORM reads it back with ``RETURNING``
-(MariaDB 10.5+, PostgreSQL, SQL Server's ``OUTPUT``, Spanner's ``THEN
-RETURN``)::
+Declare ``server_default=server_uuid()``; :class:`ServerUuid` compiles per dialect
+(``uuidv7()``, ``UUID_v7()``, ``UUID()``, ``UUID_TO_BIN(UUID(), 1)``,
+``NEWSEQUENTIALID()``, ``GENERATE_UUID()``) and the ORM reads the key back with
+``RETURNING``. A server without such a function, or a key column of the wrong
+storage, raises :class:`~sqlalchemy_seqkeys.UnsupportedServerFunctionError` when
+the DDL is compiled; a dialect that never connected gets its newest server's DDL.
 
-    import uuid
-    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-    from sqlalchemy_seqkeys import CombGuid, server_uuid
-
-    class Base(DeclarativeBase):
-        pass
-
-    class Event(Base):
-        __tablename__ = "events"
-        id: Mapped[uuid.UUID] = mapped_column(
-            CombGuid(native_uuid=True), primary_key=True, server_default=server_uuid()
-        )
-
-What it compiles to, by the server the statement is compiled for:
-
-====================  ============================  ======================================
-server                DEFAULT                       the key column's type
-====================  ============================  ======================================
-PostgreSQL 18+        ``uuidv7()``                  ``UUID`` (any ``CombGuid``)
-MariaDB 11.7+         ``UUID_v7()``                 ``UUID`` or ``CHAR(36)``
-MariaDB 10.7 - 11.6   ``UUID()``                    ``UUID``: ``CombGuid(native_uuid=True)``
-MySQL 8.0.13+         ``(UUID_TO_BIN(UUID(), 1))``  ``BINARY(16)``: ``CombGuid(binary=True)``
-SQL Server            ``NEWSEQUENTIALID()``         ``UNIQUEIDENTIFIER`` (any ``CombGuid``)
-Spanner               ``(GENERATE_UUID())``         ``STRING(36)``: ``CombGuid()``
-PostgreSQL < 18,      refused: mint on the client
-SQLite, Oracle        with ``default=new_uuid7``
-====================  ============================  ======================================
-
-Every form but Spanner's grows with time in the order the column sorts:
-MariaDB's ``UUID()`` is a version 1 UUID that MariaDB's own ``UUID`` type
-stores with its time fields swapped to the front; MySQL's swap flag does the
-same into ``BINARY(16)``; ``NEWSEQUENTIALID()`` grows in the order
-``uniqueidentifier`` compares. Spanner's ``GENERATE_UUID()`` is random on
-purpose: Spanner splits a table by key range, and keys that grow with time
-would send every insert to its last split.
-
-A column of the wrong storage (``UUID()`` into ``CHAR(36)`` would sort by the
-UUID's low time bits, not by time) and a server without such a function raise
-:class:`~sqlalchemy_seqkeys.UnsupportedServerFunctionError` when the DDL is
-compiled, before anything is sent, naming the client-side alternative.
-
-**Without a server version** (a dialect that never connected: offline
-``alembic upgrade --sql``, ``CreateTable(...).compile(dialect=...)``) the DDL
-is compiled for the newest server of the dialect: ``uuidv7()`` on PostgreSQL,
-``UUID_v7()`` on a ``mariadb://`` dialect, ``UUID_TO_BIN(UUID(), 1)`` on a
-``mysql://`` one. Generate the SQL of an older server while connected to it
-(or to one of its version).
-
-**Bulk inserts through the ORM.** SQLAlchemy can only batch many rows into
-one ``INSERT .. RETURNING`` when it can tell which returned key belongs to
-which object; a server-minted key cannot tell it, so without help the ORM
-sends one ``INSERT`` a row (correct, slower). Add an
-``orm_insert_sentinel()`` column to the model and ``Session.add_all`` of
-thousands of objects goes out in batches, each key matched to its object.
+User guide: docs/choosing.md (Server-minted keys).
 """
 
 from __future__ import annotations

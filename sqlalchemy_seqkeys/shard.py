@@ -1,33 +1,13 @@
 """Shard ids hashed from key columns, identical to Spanner's ``MOD(FARM_FINGERPRINT(...), N)``.
 
-Spanner's schema guide avoids a hotspot on a monotonically increasing key by
-prefixing it with a shard id computed from the row::
+:func:`farm_fingerprint` is Spanner's ``FARM_FINGERPRINT`` (the ``farmhash`` extra)
+and :func:`shard_of` its ``MOD``, which truncates toward zero (negative shard ids;
+``non_negative=True`` floors). :func:`spanner_shard_column` declares the column
+Spanner generates; other engines fill it on INSERT once they opt in, with
+:func:`fill_shard_columns` or the engine plugin ``seqkeys_shards``
+(:class:`ShardColumnsPlugin`). :class:`ShardId` is the same as a column default.
 
-    ShardId INT64 NOT NULL AS (MOD(FARM_FINGERPRINT(CAST(LastAccess AS STRING)), 2048)) STORED
-
-:func:`farm_fingerprint` is FarmHash Fingerprint64 as a signed 64-bit integer,
-the value Spanner's ``FARM_FINGERPRINT`` returns, and :func:`shard_of` is
-Spanner's ``MOD`` of it, which truncates toward zero (so shard ids of negative
-fingerprints are negative)::
-
-    >>> farm_fingerprint("a")
-    -5528939962900187677
-    >>> shard_of("a", 16)
-    -13
-    >>> shard_of("a", 16, non_negative=True)
-    3
-
-``non_negative=True`` gives Python's floor modulo instead, always
-``0 .. shards - 1``; the matching Spanner expression is
-``MOD(MOD(FARM_FINGERPRINT(x), N) + N, N)``.
-
-FarmHash comes from the optional ``farmhash`` extra
-(``pip install 'sqlalchemy-seqkeys[farmhash]'``).
-
-:func:`spanner_shard_column` declares the column Spanner generates; on the
-other engines an engine fills it on INSERT once it opts in, with
-:func:`fill_shard_columns` or SQLAlchemy's engine plugin ``seqkeys_shards``
-(:class:`ShardColumnsPlugin`).
+User guide: docs/strategies/shard-ids.md.
 """
 
 from __future__ import annotations

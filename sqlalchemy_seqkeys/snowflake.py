@@ -3,17 +3,10 @@
 :class:`Snowflake` packs a tick count, a worker id no other live process
 shares and a per-tick sequence into an id, after a :class:`SnowflakeLayout`;
 a :class:`~sqlalchemy_seqkeys.WorkerLease` leases the worker id (through the
-``_lease.Lease`` protocol: this module does not import ``workers``). The
-guarantees (clock steps, forks, worker ids that pass between processes) and
-what is not covered are in docs/strategies/snowflake.md::
+``_lease.Lease`` protocol: this module does not import ``workers``).
 
-    >>> from sqlalchemy_seqkeys import Snowflake
-    >>> ids = Snowflake(worker_id=7)
-    >>> a, b = ids(), ids()
-    >>> a < b
-    True
-    >>> ids.decode(a).worker_id
-    7
+User guide (guarantees: clock steps, forks, worker ids that pass between
+processes, and what is not covered): docs/strategies/snowflake.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """TypeIDs: a type prefix and the base32 of a UUID, ``user_01h455vb4pex5vsknk084sn02q``.
 
-Implements version 0.3 of the TypeID specification
-(https://github.com/jetify-com/typeid/tree/main/spec): the prefix is up to 63
-lowercase letters ``a``-``z`` and underscores, neither first nor last (or empty,
-and then there is no ``_`` separator); the suffix is the 128 bits of the UUID
-in Crockford's base32 alphabet, lowercase, 26 characters, the first one ``0``
-to ``7``. New ids are minted from UUIDv7 (:func:`~sqlalchemy_seqkeys.new_uuid7`),
-so they sort by creation time, as text and as UUID::
-
-    >>> from sqlalchemy_seqkeys import TypeID
-    >>> tid = TypeID.parse("prefix_01h455vb4pex5vsknk084sn02q")
-    >>> tid.prefix, str(tid.uuid)
-    ('prefix', '01890a5d-ac96-774b-bcce-b302099a8057')
-    >>> str(TypeID("prefix", tid.uuid))
-    'prefix_01h455vb4pex5vsknk084sn02q'
-
-This module is pure Python; the column type is
+:class:`TypeID` implements version 0.3 of the TypeID specification (prefix rules
+in :func:`check_prefix`); :func:`new_typeid` mints from UUIDv7, so ids sort by
+creation time as text and as UUID. This module is pure Python; the column type is
 :class:`~sqlalchemy_seqkeys.TypeIDType` (``sqlalchemy_seqkeys.typeid_sql``).
+
+User guide: docs/ids-in-apis.md (Prefixes with TypeID).
 """
 
 from __future__ import annotations

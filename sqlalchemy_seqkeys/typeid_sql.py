@@ -1,25 +1,10 @@
 """``TypeIDType``: a TypeID column stored as the engine's 16-byte UUID, read as a TypeID.
 
-The column keeps the UUID only; the prefix belongs to the column, so the key
-takes 16 bytes and sorts in time order where the storage does::
+The column keeps the UUID only (the prefix belongs to the column), in
+:class:`~sqlalchemy_seqkeys.CombGuid`'s 16-byte storage, whose conversions this
+type calls; ``native_uuid=True`` uses MariaDB's own ``UUID`` from 10.11.5.
 
-    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-    from sqlalchemy_seqkeys import TypeID, TypeIDType, typeid_default
-
-    class Base(DeclarativeBase):
-        pass
-
-    class User(Base):
-        __tablename__ = "users"
-        id: Mapped[TypeID] = mapped_column(
-            TypeIDType("user"), primary_key=True, default=typeid_default("user")
-        )
-
-The storage is :class:`~sqlalchemy_seqkeys.CombGuid`'s 16-byte form, whose
-conversions this type calls: native ``UUID`` on PostgreSQL, ``BINARY(16)`` on
-MySQL and MariaDB (``native_uuid=True``: MariaDB's own ``UUID`` from 10.11.5),
-``BLOB`` on SQLite, ``BYTES(16)`` on Spanner, ``UNIQUEIDENTIFIER`` on SQL Server
-and ``RAW(16)`` on Oracle.
+User guide: docs/ids-in-apis.md (Prefixes with TypeID).
 """
 
 from __future__ import annotations

@@ -1,49 +1,13 @@
 """``CombGuid``: a GUID column stored the way each engine wants, and ``new_comb_guid``.
 
-Declare the key once; the column gets the storage each dialect indexes best and
-values always come back as :class:`uuid.UUID`::
+:class:`CombGuid` picks the storage each dialect indexes best (``UUID``,
+``UNIQUEIDENTIFIER``, ``RAW(16)``, ``CHAR(36)``, ``BINARY(16)`` with
+``binary=True``) and always gives back :class:`uuid.UUID`. :data:`new_comb_guid`
+mints the :class:`~sqlalchemy_seqkeys.CombLayout` that the server's ``ORDER BY``
+sorts in minting order (``AT_END`` on SQL Server, ``AS_STRING`` elsewhere), and
+random version 4 UUIDs on Spanner, where a key growing with time is the hotspot.
 
-    import uuid
-    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-    from sqlalchemy_seqkeys import CombGuid, new_comb_guid
-
-    class Base(DeclarativeBase):
-        pass
-
-    class Order(Base):
-        __tablename__ = "orders"
-        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
-
-Storage per dialect (``binary=True`` picks the second form where there is one):
-
-=============  ========================================  ==================
-dialect        default                                   ``binary=True``
-=============  ========================================  ==================
-PostgreSQL     ``UUID``                                  ``UUID``
-SQL Server     ``UNIQUEIDENTIFIER``                      ``UNIQUEIDENTIFIER``
-Oracle         ``RAW(16)``                               ``RAW(16)``
-MySQL/MariaDB  ``CHAR(36) CHARACTER SET ascii``          ``BINARY(16)``
-SQLite         ``CHAR(36)``                              ``BLOB`` (16 bytes)
-Spanner        ``STRING(36)``                            ``BYTES(16)``
-others         ``CHAR(36)``                              ``BINARY(16)``
-=============  ========================================  ==================
-
-Binary storage holds ``UUID.bytes`` (RFC byte order), so it sorts like the
-text form; ``AS_BINARY`` values (time order in ``UUID.bytes_le``) therefore
-do not sort by time in a ``CombGuid`` column: they are for binary columns
-that other software fills in Microsoft byte order. MySQL's ``CHAR(36)`` is
-declared ``CHARACTER SET ascii``: the key then takes 36 bytes instead of up
-to 144 in ``utf8mb4`` and compares faster. MariaDB's native ``UUID`` type is
-deliberately not used: it stores and sorts some UUIDs with their groups
-swapped, which breaks time order.
-
-:data:`new_comb_guid` picks the :class:`~sqlalchemy_seqkeys.CombLayout` that makes
-the server's own ``ORDER BY`` return rows in minting order on the dialect it
-runs on: ``AT_END`` on SQL Server, ``AS_STRING`` everywhere else. On Spanner it
-mints random version 4 UUIDs instead: Spanner splits tables into key ranges,
-and keys that grow with time send every insert to the last range, the hotspot
-Spanner's schema design guide warns about. Force a layout with
-``new_comb_guid.with_layout(...)`` if you want time order on Spanner anyway.
+User guide: docs/strategies/comb-uuid7.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """Snowflake worker ids leased from a table in your database: leases for sync and async.
 
-Each process claims a row of ``seqkeys_workers`` (worker id, owner, expiry by
-the server's clock, and the high-water mark: the highest timestamp its holder
-may mint) and renews it in the background; a generator bound to the lease
-checks it as it mints. The guarantees, the lifecycle and the failure modes are
-described in docs/strategies/snowflake.md ("Worker ids leased from the
-database") and docs/production.md ("Worker leases")::
+Each :class:`WorkerLease` claims a row of ``seqkeys_workers`` (worker id, owner,
+expiry by the server's clock, and the high-water mark: the highest timestamp its
+holder may mint) and renews it in the background; a generator bound to the lease
+(``Snowflake(worker_id=lease)``) checks it as it mints. :class:`AsyncWorkerLease`
+wraps a ``WorkerLease`` as ``AsyncEngine`` wraps ``Engine``: the same SQL, run in
+SQLAlchemy's greenlet, renewed by an asyncio task (see ``_background``).
 
-    with WorkerLease(engine, ttl=30) as lease:   # claims a free worker id
-        ids = Snowflake(worker_id=lease)         # bound to the lease: checked as it mints
-
-:class:`AsyncWorkerLease` wraps a :class:`WorkerLease` as ``AsyncEngine`` wraps
-``Engine``: the same SQL, run in SQLAlchemy's greenlet; its renewal is an
-asyncio task instead of a thread (see ``_background``).
+User guide: docs/strategies/snowflake.md and docs/production.md (Worker leases).
 """
 
 from __future__ import annotations
