@@ -1,39 +1,12 @@
-"""Bit reversal: Spanner's ``bit_reversed_positive`` transformation, in Python.
+"""Bit reversal: Spanner's ``bit_reversed_positive`` sequence values, on every engine.
 
-Spanner's bit-reversed sequences keep an ordinary counter and hand out its 63
-low bits in reverse order, sign bit 0: consecutive counters become values
-that differ in their top bits, so new rows spread over the whole key space
-instead of piling onto its end. :func:`reverse_bits` computes exactly the
-values Spanner computes for the same counter, and is its own inverse::
+:func:`reverse_bits` reverses a counter's 63 low bits (sign bit 0) exactly as Spanner does,
+and is its own inverse. :class:`BitReversedSequence` is a column default whose ``n``-th value
+is ``reverse_bits(start + n)`` outside ``skip_range``; its counter is a native sequence, or a
+sequences-table row on SQLite and MySQL, and ``batch_size=N`` reads ``N`` counters per
+statement. :class:`BitReversed` reverses a counter you already have.
 
-    >>> reverse_bits(1)
-    4611686018427387904
-    >>> reverse_bits(reverse_bits(12345))
-    12345
-
-:class:`BitReversedSequence` declares a sequence with Spanner's values on
-every engine. With ``batch_size=N`` it reads ``N`` counters per statement and
-hands their values out from memory, so a flush of many rows costs about one
-round trip per ``N`` rows; the values stay Spanner's, ``skip_range``
-included::
-
-    >>> import sqlalchemy as sa
-    >>> from sqlalchemy_seqkeys import BitReversedSequence, sequences_table
-    >>> metadata = sa.MetaData()
-    >>> _ = sequences_table(metadata)   # where the counter lives on SQLite and MySQL
-    >>> order_id = BitReversedSequence("order_id", batch_size=50, metadata=metadata)
-    >>> orders = sa.Table(
-    ...     "orders", metadata,
-    ...     sa.Column("id", sa.BigInteger, primary_key=True, default=order_id,
-    ...               autoincrement=False),
-    ...     sa.Column("note", sa.String(20)))
-    >>> engine = sa.create_engine("sqlite://")
-    >>> metadata.create_all(engine)
-    >>> with engine.begin() as conn:
-    ...     _ = conn.execute(orders.insert(), [{"note": "a"}, {"note": "b"}, {"note": "c"}])
-    ...     ids = conn.scalars(sa.select(orders.c.id)).all()
-    >>> sorted(reverse_bits(i) for i in ids)   # counters 1, 2, 3: one read of the sequence
-    [1, 2, 3]
+User guide: docs/strategies/bit-reversed.md.
 """
 
 from __future__ import annotations

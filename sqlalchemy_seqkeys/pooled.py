@@ -1,76 +1,14 @@
 """Pooled native sequences: one ``nextval`` per block of keys, beside any other writer.
 
-:class:`PooledSequence` declares a column default over the engine's own
-sequence, created ``INCREMENT BY batch_size``. Each ``nextval`` returns a
-value ``v``, and this process hands out the whole block ``v .. v +
-batch_size - 1`` from memory (Hibernate's *pooled-lo* optimizer, whose
-``allocation_size`` is accepted as an alias; EF Core's HiLo). The ORM pays
-one round trip per ``batch_size`` rows, and
-the keys stay client-side, so SQLAlchemy still batches the INSERTs
-("insertmanyvalues").
+:class:`PooledSequence` is a column default over the engine's sequence, created ``INCREMENT
+BY batch_size``: a ``nextval`` that returns ``v`` gives this process the keys ``v .. v +
+batch_size - 1`` (Hibernate's pooled-lo), and any other writer's ``nextval`` starts a block
+nobody else holds. Where the engine has no such sequence (SQLite, MySQL, Spanner) a
+``TableSequence`` in ``batch`` mode stands in. The rule: every block comes from exactly one
+``nextval`` and is handed out once (threads share it per pool; forked children drop it, via
+``_fork``); :func:`resync_pooled_sequence` moves the sequence forward only.
 
-Any other writer that calls ``nextval`` itself (another service, a column's
-``DEFAULT nextval('order_id')``, a psql session) gets the next ``v`` and uses
-that one value, which starts a block nobody else holds::
-
-    CREATE SEQUENCE order_id START WITH 1 INCREMENT BY 50
-
-    nextval -> 1      this process hands out 1 .. 50
-    nextval -> 51     a psql session inserts 51
-    nextval -> 101    this process hands out 101 .. 150
-
-``start`` is the first key handed out. Where the engine has no sequence with
-an increment (SQLite, MySQL, and Spanner, whose sequences are bit-reversed),
-the sequence is a row of the sequences table instead, and blocks of
-``batch_size`` come from it in short transactions of their own (a
-:class:`~sqlalchemy_seqkeys.TableSequence` in ``batch`` mode): the same keys,
-one round trip per block. Declared with ``metadata=``, ``create_all`` and
-``drop_all`` create and drop whichever it is::
-
-    >>> import sqlalchemy as sa
-    >>> from sqlalchemy_seqkeys import PooledSequence
-    >>> metadata = sa.MetaData()
-    >>> invoice_no = PooledSequence("invoice_no", batch_size=50, start=1000, metadata=metadata)
-    >>> invoices = sa.Table(
-    ...     "invoices", metadata,
-    ...     sa.Column("no", sa.BigInteger, primary_key=True, default=invoice_no),
-    ...     sa.Column("cents", sa.Integer))
-    >>> engine = sa.create_engine("sqlite://")
-    >>> metadata.create_all(engine)
-    >>> with engine.begin() as conn:
-    ...     _ = conn.execute(invoices.insert(), [{"cents": 1200}, {"cents": 3050}])
-    ...     conn.scalars(sa.select(invoices.c.no).order_by(invoices.c.no)).all()
-    [1000, 1001]
-
-**Blocks.** Threads share a process's block (per engine pool and
-``schema_translate_map``); a thread that finds it used up takes ``nextval``
-on its own statement's connection, with no lock held meanwhile, so no thread
-ever waits for another's round trip, and an asyncio flush never blocks its
-loop. Two threads that run out at once each take a block: each block comes
-from exactly one ``nextval`` and is handed out once; the extra one is used
-next. ``nextval`` is never rolled back (PostgreSQL, MariaDB): a rolled-back
-flush leaves a gap, never a key handed out twice. A forked child, also one
-forked by libc ``fork()`` that runs no Python hook, never hands out its
-parent's block (the fork registry, ``sqlalchemy_seqkeys._fork``).
-
-**Checks.** Before its first block on a pool, the sequence's increment is read
-from the catalog (PostgreSQL ``pg_sequence``, MariaDB the sequence's own row,
-Oracle ``ALL_SEQUENCES``, SQL Server ``sys.sequences``; other engines' are
-not read). An increment other
-than ``batch_size`` (altered by hand, created by another tool) or a
-sequence that cycles raises
-:class:`~sqlalchemy_seqkeys.PooledSequenceMismatchError` naming both
-numbers; nothing is handed out. Altering the sequence while processes run
-is not seen by them: restart them. A block at or below one this process
-already received means the sequence moved backwards (``RESTART``, a restore):
-:class:`~sqlalchemy_seqkeys.SequenceMovedBackwardsError`, nothing handed
-out. A block that would pass 2**63 - 1 raises
-:class:`~sqlalchemy_seqkeys.SequenceExhaustedError`.
-
-**Resync.** After rows were imported with their keys,
-:func:`resync_pooled_sequence` moves the sequence past ``MAX(column)``, never
-backwards (PostgreSQL ``setval`` under the lock of ``ALTER SEQUENCE``,
-MariaDB ``SETVAL``, which never moves back; the sequences table elsewhere).
+User guide: docs/strategies/pooled.md.
 """
 
 from __future__ import annotations

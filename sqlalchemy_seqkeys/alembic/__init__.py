@@ -1,32 +1,12 @@
-"""Alembic support: operations on ``op``, autogenerate, a Spanner impl, the template.
+"""Alembic support: operations on ``op``, autogenerate, a Spanner impl, the project template.
 
-The ``seqkeys`` Alembic plugin (:mod:`sqlalchemy_seqkeys.alembic.plugin`,
-published through the ``alembic.plugins`` entry point) registers, when
-Alembic starts:
+Importing this package registers nothing: the ``seqkeys`` plugin
+(:mod:`sqlalchemy_seqkeys.alembic.plugin`) does when Alembic starts, or :func:`register`
+where no entry point is installed. Here are the operation classes, :func:`render_item` for
+``env.py``, :func:`declared_sequences`, and :func:`template_path`: the ``seqkeys`` template
+for ``alembic init -t``, which ``seqkeys alembic-init`` uses.
 
-- the operations of :mod:`sqlalchemy_seqkeys.alembic.ops`
-  (``op.create_sequences_table()``, ``op.create_table_sequence(...)``,
-  ``op.create_bit_reversed_sequence(...)``, ``op.create_worker_lease_table()``
-  and their ``drop_`` reverses; ``op.make_sequence_names_case_sensitive()``,
-  ``op.upgrade_worker_lease_table()`` and ``op.resync_table_sequence(...)``)
-  and of :mod:`sqlalchemy_seqkeys.alembic.pooled_ops`;
-- autogenerate comparisons (:mod:`sqlalchemy_seqkeys.alembic.autogen`), which
-  ``env.py`` enables with ``autogenerate_plugins=[..., "seqkeys"]``;
-- an Alembic impl for ``spanner+spanner`` (:mod:`sqlalchemy_seqkeys.alembic.spanner`).
-
-Importing this package registers nothing. A program that drives Alembic
-itself from a checkout that is not installed (no entry point) calls
-:func:`register`. :func:`render_item` renders shard columns and ``server_uuid7()``
-defaults; :func:`template_path` is the ``seqkeys`` template for
-``alembic init -t``, which ``seqkeys alembic-init DIR`` uses.
-
-Example (``env.py``)::
-
-    import sqlalchemy_seqkeys.alembic
-
-    context.configure(connection=connection, target_metadata=Base.metadata,
-                      autogenerate_plugins=["alembic.autogenerate.*", "seqkeys"],
-                      render_item=sqlalchemy_seqkeys.alembic.render_item)
+User guide: docs/alembic.md.
 """
 
 from __future__ import annotations

@@ -1,38 +1,14 @@
 """Autogenerate: find the seqkeys objects the models declare and the database lacks.
 
-``alembic revision --autogenerate`` compares the models' metadata with the
-database. With the seqkeys plugin enabled (``autogenerate_plugins`` names
-``"seqkeys"``, as the ``seqkeys`` template's ``env.py`` does), it also finds:
+With the plugin named in ``autogenerate_plugins``, :func:`compare_seqkeys` proposes missing
+sequences and worker-lease tables (as their own operations, not ``op.create_table``),
+table-sequence rows and bit-reversed sequences, and the upgrades of tables older versions
+made; objects that exist are left alone, so a second run finds nothing. :func:`render_item`
+renders shard columns and ``server_uuid7()``/``server_uuid()`` defaults as themselves, and
+such a default matches the one the server reports, so ``compare_server_default`` finds no
+change.
 
-- a missing sequences table or worker-lease table (rendered as
-  ``op.create_sequences_table()`` / ``op.create_worker_lease_table()`` instead
-  of a generic ``op.create_table``);
-- a missing row for every :class:`~sqlalchemy_seqkeys.TableSequence` used as a
-  column default, alone or inside :class:`~sqlalchemy_seqkeys.BitReversed`
-  (``op.create_table_sequence(name, start=...)``);
-- a missing :class:`~sqlalchemy_seqkeys.BitReversedSequence`, native or
-  emulated (``op.create_bit_reversed_sequence(...)``);
-- on MySQL/MariaDB, a sequences table of version 0.1 whose names compare
-  case-insensitively (``op.make_sequence_names_case_sensitive()``);
-- a worker-lease table the models declare that lacks the ``high_water_ms``
-  column of this version (``op.upgrade_worker_lease_table()``, in place of
-  the generic ``op.add_column`` that could not add a NOT NULL column to a
-  table with rows).
-
-Objects that exist are left alone, so a second run finds nothing. Shard
-columns (:func:`~sqlalchemy_seqkeys.spanner_shard_column`) and
-``server_default=server_uuid7()`` (or ``server_uuid()``) render as themselves when
-``env.py`` passes :func:`render_item` to ``context.configure``. A ``server_uuid7()``
-or ``server_uuid()`` server default matches the default the server reports for
-it (PostgreSQL ``uuidv7()``, MariaDB ``uuid_v7()`` or ``uuid()``), so
-``compare_server_default=True`` finds no change.
-
-Example (``env.py``)::
-
-    import sqlalchemy_seqkeys.alembic
-    context.configure(connection=connection, target_metadata=target_metadata,
-                      autogenerate_plugins=["alembic.autogenerate.*", "seqkeys"],
-                      render_item=sqlalchemy_seqkeys.alembic.render_item)
+User guide: docs/alembic.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,13 @@
 """The seqkeys Alembic plugin: :func:`setup`, which Alembic calls when it starts.
 
-An installed sqlalchemy-seqkeys publishes this module in the ``alembic.plugins``
-entry point group under the name ``seqkeys``, so Alembic loads it at startup
-(``alembic upgrade``, ``alembic revision --autogenerate``, any program that
-imports ``alembic``): migration scripts need no import for ``op.create_...``.
-:func:`setup` registers
+The ``alembic.plugins`` entry point ``seqkeys`` names this module, so every program that
+imports ``alembic`` loads it. :func:`setup` registers the operations (``ops``,
+``pooled_ops``), how autogenerate writes them and the Spanner impl, once, and adds the
+autogenerate comparators (``autogen``) to the plugin, which ``env.py`` enables by naming
+``seqkeys`` in ``autogenerate_plugins``. :func:`register` does the same where no entry
+point is installed (a checkout); it is idempotent.
 
-- every operation on ``op`` with its implementation, and how autogenerate
-  writes it (:mod:`sqlalchemy_seqkeys.alembic.ops`,
-  :mod:`sqlalchemy_seqkeys.alembic.pooled_ops`);
-- an Alembic impl for ``spanner+spanner`` (:mod:`sqlalchemy_seqkeys.alembic.spanner`);
-- the autogenerate comparisons (:mod:`sqlalchemy_seqkeys.alembic.autogen`) on
-  the plugin, which ``env.py`` enables by naming it::
-
-      context.configure(..., autogenerate_plugins=["alembic.autogenerate.*", "seqkeys"])
-
-  An ``env.py`` written before the plugin existed (importing
-  ``sqlalchemy_seqkeys.alembic`` and naming no ``autogenerate_plugins``)
-  still runs the operations, but its autogenerate no longer proposes seqkeys
-  objects until it names the plugin.
-
-Where Alembic has not loaded the entry point (a source checkout that is not
-installed), :func:`register` does the same; it is idempotent.
-
-Example (what Alembic does with the entry point)::
-
-    from alembic.runtime.plugins import Plugin
-    Plugin.setup_plugin_from_module(sqlalchemy_seqkeys.alembic.plugin, "seqkeys")
+User guide: docs/alembic.md.
 """
 
 from __future__ import annotations

@@ -1,36 +1,14 @@
 """Alembic operations and autogenerate for pooled sequences (:class:`PooledSequence`).
 
-The seqkeys Alembic plugin registers, on Alembic's ``op``:
+``op.create_pooled_sequence(name, allocation_size, start=1)`` and its reverse
+``op.drop_pooled_sequence`` run ``CREATE SEQUENCE ... INCREMENT BY allocation_size`` (the
+sequences-table row on SQLite, MySQL and Spanner); ``op.resync_pooled_sequence(name, table,
+column)`` moves the sequence past ``MAX(column)``, never back, and has no reverse. Online,
+each checks first and raises ``MigrationError`` before changing anything.
+:func:`compare_pooled_sequences` proposes the pooled sequences the models declare and the
+database lacks.
 
-=================================================  ==========================================
-operation                                          what it does
-=================================================  ==========================================
-``create_pooled_sequence(name, allocation_size,    ``CREATE SEQUENCE name INCREMENT BY
-start=1)``                                         allocation_size START WITH start``; where
-                                                   the engine has no such sequences (SQLite,
-                                                   MySQL, Spanner) the sequences-table row
-``drop_pooled_sequence(name, allocation_size,      its reverse (the arguments are what a
-start=1)``                                         downgrade recreates)
-``resync_pooled_sequence(name, table, column)``    moves the sequence to ``MAX(column) + 1``,
-                                                   never backwards (after an import); no
-                                                   reverse
-=================================================  ==========================================
-
-Online, each checks first (the sequence it creates is absent, the one it
-drops or resyncs exists) and raises :class:`~sqlalchemy_seqkeys.MigrationError`
-before changing anything. Offline (``--sql``) they emit the same statements.
-Autogenerate finds a pooled sequence the models declare (as a column default,
-or attached with ``metadata=``) and the database lacks, and renders
-``op.create_pooled_sequence(...)`` (with ``op.create_sequences_table()`` first
-where the engine needs the table and lacks it).
-
-Example (a migration script)::
-
-    def upgrade():
-        op.create_pooled_sequence("order_id", 50)
-
-    def downgrade():
-        op.drop_pooled_sequence("order_id", 50)
+User guide: docs/strategies/pooled.md.
 """
 
 from __future__ import annotations

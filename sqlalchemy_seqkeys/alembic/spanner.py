@@ -1,16 +1,10 @@
-"""An Alembic impl for sqlalchemy-spanner's ``spanner+spanner`` dialect.
+"""An Alembic impl for sqlalchemy-spanner's ``spanner+spanner`` dialect, which has none.
 
-Alembic looks its per-dialect behaviour up by dialect name, and
-sqlalchemy-spanner does not register one. Spanner's DDL is not transactional
-(schema changes are batched and applied on their own), so ``transactional_ddl``
-is off. The ``seqkeys`` template's ``env.py`` also creates the version table
-without a primary key (``version_table_pk=False``), as Spanner needs.
+Alembic looks its per-dialect behaviour up by dialect name. :class:`SpannerImpl` turns
+``transactional_ddl`` off: Spanner's schema changes are batched and applied on their own.
+The plugin's setup calls :func:`register`.
 
-The seqkeys plugin's setup calls :func:`register`.
-
-Example::
-
-    from sqlalchemy_seqkeys.alembic.spanner import SpannerImpl
+User guide: docs/alembic.md.
 """
 
 from __future__ import annotations
