@@ -1,20 +1,11 @@
 """sqlalchemy-seqkeys: primary-key strategies for SQLAlchemy 2.x without write hotspots.
 
-Pick a strategy per table and declare it as the key column's default; every
-name below is importable from ``sqlalchemy_seqkeys``::
+Pick a strategy per table and declare it as the key column's default, e.g.
+``mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)``; every public
+name is importable from ``sqlalchemy_seqkeys``. Which strategy suits which engine:
+docs/choosing.md (the README's table).
 
-    import uuid
-    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-    from sqlalchemy_seqkeys import CombGuid, new_comb_guid
-
-    class Base(DeclarativeBase):
-        pass
-
-    class Invoice(Base):
-        __tablename__ = "invoices"
-        id: Mapped[uuid.UUID] = mapped_column(CombGuid(), primary_key=True, default=new_comb_guid)
-
-See the README for which strategy suits which engine.
+Reference: docs/reference/index.md.
 """
 
 from __future__ import annotations

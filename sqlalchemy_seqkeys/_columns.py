@@ -1,46 +1,11 @@
 """Checks a key column when it joins its table, and keeps its schema migration-safe.
 
-Importing the package installs two SQLAlchemy event listeners. When a
-:class:`~sqlalchemy.Column` whose default is one of this library's defaults is
-attached to a :class:`~sqlalchemy.Table` (a Core ``Table(...)`` or an ORM
-``mapped_column`` once declarative builds the table), the column is checked:
+Importing the package installs two listeners (``after_parent_attach`` on ``Column``
+and on ``Table``): a column whose default is one of this library's is refused with
+its strategy's error where its type cannot hold the keys, an integer key column gets
+``autoincrement=False``, and ``default=new_uuid7`` runs as :func:`_new_uuid7_rows`.
 
-- a :class:`~sqlalchemy_seqkeys.Snowflake`, a
-  :class:`~sqlalchemy_seqkeys.TableSequence` or a bit-reversed default needs a
-  type that holds any BIGINT: ``BigInteger`` (``INT64`` on Spanner) or
-  ``Numeric(19, 0)`` and wider. A 32-bit ``Integer`` (what ``Mapped[int]``
-  gives unless ``type_annotation_map`` says otherwise) is refused;
-- :data:`~sqlalchemy_seqkeys.new_comb_guid`, :func:`~sqlalchemy_seqkeys.new_uuid7`
-  and the COMB minters need a GUID-capable type: ``CombGuid``, ``Uuid``, a
-  ``TypeDecorator``, or text of at least 36 characters;
-- a :class:`~sqlalchemy_seqkeys.ShardId` (or ``spanner_shard_column``) must
-  hash columns its table has; checked once the table is complete.
-
-A bad declaration raises the strategy's error at once, naming the column::
-
-    >>> import sqlalchemy as sa
-    >>> from sqlalchemy_seqkeys import Snowflake, SeqKeysError
-    >>> try:
-    ...     sa.Table("t", sa.MetaData(),
-    ...              sa.Column("id", sa.Integer, primary_key=True, default=Snowflake(1)))
-    ... except SeqKeysError as exc:
-    ...     print(type(exc).__name__)
-    InvalidSnowflakeError
-
-An integer column with one of these defaults also gets ``autoincrement=False``
-(unless it was given one). ``create_all`` already treats a column with a
-Python default as not auto-incrementing, but Alembic does not render Python
-defaults: without the flag a migrated key column became ``SERIAL`` on
-PostgreSQL and ``AUTO_INCREMENT`` on MariaDB, so raw INSERTs took keys from
-another source than the application's. With it, autogenerate renders
-``autoincrement=False`` and the migration creates the column ``create_all``
-creates.
-
-A column declared ``default=new_uuid7`` mints an executemany's values at its
-first row: SQLAlchemy calls a zero-argument default without its execution
-context, so the column's default calls :func:`_new_uuid7_rows` instead, which
-has it (the default as given, ``new_uuid7``, stays what SQLAlchemy copies and
-compares).
+Design: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -368,9 +333,12 @@ def _uuid7_rows() -> RowsAhead[uuid.UUID]:
 def _new_uuid7_rows(context: ExecutionContext) -> uuid.UUID:
     """``new_uuid7`` as a column default that sees its execution context.
 
-    An executemany mints the values of all its rows at its first row (one
-    clock reading and lock, not one per row: the values one by one would
-    give), kept for its other rows (:mod:`sqlalchemy_seqkeys._rows`).
+    SQLAlchemy calls a zero-argument default without its context, so a column
+    declared ``default=new_uuid7`` calls this instead (the default as given,
+    ``new_uuid7``, stays what SQLAlchemy copies and compares). An executemany
+    mints the values of all its rows at its first row (one clock reading and
+    lock, not one per row: the values one by one would give), kept for its
+    other rows (:mod:`sqlalchemy_seqkeys._rows`).
     """
     from . import uuid7
 

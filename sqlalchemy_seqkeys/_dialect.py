@@ -1,15 +1,14 @@
 """The questions modules ask about an engine, answered in one place.
 
-Each engine family's record and behaviour live in its module of
-:mod:`sqlalchemy_seqkeys.dialects` (``facts(dialect)``); here are the
-questions that read a dialect object itself (``has_sequences``) and the
-identifier rules::
+Family records come from :mod:`sqlalchemy_seqkeys.dialects` (``facts``, ``family``); here are
+the questions that read a dialect object (``has_sequences``) and the identifier rules::
 
     >>> from sqlalchemy.dialects import mssql, mysql
-    >>> facts(mssql.dialect()).guid_order
-    <CombLayout.AT_END: 'at_end'>
-    >>> family(mysql.dialect()), facts("mariadb").names_ignore_case
-    ('mysql', True)
+    >>> [facts(mssql.dialect()).guid_order, family(mysql.dialect()),
+    ...  facts("mariadb").names_ignore_case]
+    [<CombLayout.AT_END: 'at_end'>, 'mysql', True]
+
+Design: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,37 +1,12 @@
 """The one fork registry: state a forked child must not reuse is reset here.
 
-A generator that keeps per-process state (buffered random bytes, a block of
-keys, a lock) registers itself; in a forked child every registered object's
-``_after_fork_in_child()`` runs once, before the child hands out anything::
+An object that keeps per-process state (buffered random bytes, a block of keys, a
+lock) calls :func:`register`; in a forked child its ``_after_fork_in_child()`` runs
+once, before the child hands out anything: through ``os.register_at_fork`` after
+``os.fork()``, and after a libc ``fork()`` (no Python hook runs) at the first
+:func:`forked` call, which reads a marker word that is 0 in any child.
 
-    from sqlalchemy_seqkeys import _fork
-
-    class Block:
-        def __init__(self) -> None:
-            self.values: list[int] = []
-            _fork.register(self)  # held weakly
-
-        def _after_fork_in_child(self) -> None:
-            self.values = []  # the parent hands these out
-
-        def take(self) -> int:
-            _fork.forked()  # cheap; resets everything after a libc fork()
-            return self.values.pop()
-
-``os.fork()`` runs the reset through ``os.register_at_fork``. A libc
-``fork()`` (uWSGI without lazy-apps, C extensions, ctypes) runs no Python
-hook: :func:`forked`, called on each draw, notices it by a marker word that
-reads 0 in any child (see ``_new_marker``) and runs the reset then. The word
-holds :func:`process_token` in the process that set it.
-
-Nothing on that path may wait for a lock that a thread of the parent held at
-the fork (no thread but the forking one exists in the child): the guard is
-a new lock per pid, and each reset replaces its object's locks rather than
-taking them. What no library can fix: CPython's own GIL. A child forked by a
-bare libc ``fork()`` while another thread waited for the GIL inherits that
-thread's request and hangs at its first hand-over of the GIL, before any of
-this runs, unless ``PyOS_AfterFork_Child()`` re-creates the GIL first (as
-``os.fork()`` does, and uWSGI with ``py-call-osafterfork``).
+Design: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -131,7 +106,22 @@ def marker() -> _Marker:
 def register(obj: _ForkAware) -> None:
     """Have ``obj._after_fork_in_child()`` run in every child forked from here.
 
-    The registry holds ``obj`` weakly. Example: see the module docstring.
+    The registry holds ``obj`` weakly. The reset replaces the object's locks
+    rather than taking them (a thread of the parent may have held one at the
+    fork), and the object's hot path calls :func:`forked` (cheap), which
+    resets everything after a libc ``fork()``::
+
+        class Block:
+            def __init__(self) -> None:
+                self.values: list[int] = []
+                _fork.register(self)  # held weakly
+
+            def _after_fork_in_child(self) -> None:
+                self.values = []  # the parent hands these out
+
+            def take(self) -> int:
+                _fork.forked()
+                return self.values.pop()
     """
     _live.add(obj)
 

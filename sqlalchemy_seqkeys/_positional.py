@@ -1,16 +1,9 @@
 """A seqkeys sequence among a Column's positional arguments, as a ``Sequence`` stands there.
 
-SQLAlchemy accepts ``Column("id", BigInteger, Sequence("order_id"))``; the
-library's sequence-like defaults (:class:`~sqlalchemy_seqkeys.PooledSequence`,
-:class:`~sqlalchemy_seqkeys.BitReversedSequence`,
-:class:`~sqlalchemy_seqkeys.TableSequence`) read the same way, so they are
-accepted there too and mean exactly ``default=...``::
+``Column("id", BigInteger, PooledSequence("order_id"))`` means exactly
+``default=PooledSequence("order_id")``: see :class:`PositionalDefault`.
 
-    >>> import sqlalchemy as sa
-    >>> from sqlalchemy_seqkeys import PooledSequence
-    >>> column = sa.Column("id", sa.BigInteger, PooledSequence("order_id"), primary_key=True)
-    >>> column.default.arg
-    PooledSequence('order_id', batch_size=50)
+Design: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -26,7 +19,17 @@ __all__ = ["PositionalDefault"]
 
 
 class PositionalDefault(ColumnArgument):
-    """Mixin: the object may be given to ``Column(...)`` positionally, meaning ``default=``."""
+    """Mixin: the object may be given to ``Column(...)`` positionally, meaning ``default=``.
+
+    SQLAlchemy accepts ``Column("id", BigInteger, Sequence("order_id"))``; the
+    library's sequence-like defaults (``PooledSequence``, ``BitReversedSequence``,
+    ``TableSequence``) read the same way, so they are accepted there too::
+
+        >>> from sqlalchemy_seqkeys import PooledSequence
+        >>> column = sa.Column("id", sa.BigInteger, PooledSequence("order_id"), primary_key=True)
+        >>> column.default.arg
+        PooledSequence('order_id', batch_size=50)
+    """
 
     def attach_to_column(self, parent: object, **kw: Any) -> None:
         """Become the column's ``default=`` (SQLAlchemy found it among the column's arguments)."""

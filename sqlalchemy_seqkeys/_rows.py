@@ -1,24 +1,10 @@
 """An executemany's keys, taken at its first row and kept on its execution context.
 
-SQLAlchemy calls a column default once per row. A default that can hand out
-many keys at once for less than one at a time (a pooled sequence's blocks, a
-COMB or UUIDv7 minter's one clock reading and lock) takes all the rows' keys at
-the executemany's first row and keeps them on the execution context, which
-lives for that one execution; the other rows pop one. The kept keys carry the
-token of the process that took them, so a child forked in the middle of a
-statement never pops its parent's. A list found empty (two columns on one
-default) means one key at a time from then on::
+A default that hands out many keys for less than one at a time (a pooled sequence's
+blocks, a COMB or UUIDv7 minter) takes every row's key at the first row with
+:class:`RowsAhead`; the other rows pop theirs.
 
-    >>> rows = RowsAhead("doc")
-    >>> class Context:  # what SQLAlchemy hands a default during a 3-row executemany
-    ...     compiled_parameters = [{}, {}, {}]
-    >>> context = Context()
-    >>> rows.pop(context) is None  # the first row: nothing kept yet
-    True
-    >>> rows.take(context, lambda k: list(range(10, 10 + k)))
-    10
-    >>> rows.pop(context), rows.pop(context), rows.pop(context)
-    (11, 12, None)
+Design: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -34,7 +20,25 @@ T = TypeVar("T")
 
 
 class RowsAhead(Generic[T]):
-    """Where one default keeps an executemany's keys on the execution context."""
+    """Where one default keeps an executemany's keys on the execution context.
+
+    SQLAlchemy calls a column default once per row; the context lives for that
+    one execution. The kept keys carry the token of the process that took them,
+    so a child forked in the middle of a statement never pops its parent's. A
+    list found empty (two columns on one default) means one key at a time from
+    then on::
+
+        >>> rows = RowsAhead("doc")
+        >>> class Context:  # what SQLAlchemy hands a default during a 3-row executemany
+        ...     compiled_parameters = [{}, {}, {}]
+        >>> context = Context()
+        >>> rows.pop(context) is None  # the first row: nothing kept yet
+        True
+        >>> rows.take(context, lambda k: list(range(10, 10 + k)))
+        10
+        >>> rows.pop(context), rows.pop(context), rows.pop(context)
+        (11, 12, None)
+    """
 
     __slots__ = ("_attr",)
 

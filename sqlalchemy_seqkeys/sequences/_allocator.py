@@ -1,36 +1,12 @@
 """The one block allocator: keys a process holds in memory, per pool and tenant.
 
-Every batched strategy (``TableSequence`` in ``batch`` and ``async_batch``
-mode, ``PooledSequence``, ``BitReversedSequence(batch_size=...)``) hands
-keys out of a :class:`Blocks`: the current block, the spare blocks fetched
-ahead, and the bookkeeping of the fetch under way. A :class:`BlockStore`
-keeps one per engine pool (one database) and ``schema_translate_map`` (one
-tenant). How the next block is fetched is the strategy's choice, one of:
+Every batched strategy (``TableSequence`` in ``batch`` and ``async_batch`` mode,
+``PooledSequence``, ``BitReversedSequence(batch_size=...)``) hands keys out of a
+:class:`Blocks`, one per engine pool and ``schema_translate_map`` in a
+:class:`BlockStore`. Its hot path (:meth:`Blocks.take`) takes no lock where the
+GIL runs; each ``take_*`` method is one way of fetching the next block.
 
-- in the caller's thread, each caller that runs out fetching one
-  (:meth:`Blocks.take_or_fetch`: pooled and bit-reversed blocks, whose fetch
-  runs on the INSERT's own connection);
-- in the caller's thread, one fetch at a time, the others waiting for it
-  (:meth:`Blocks.take_waiting`: ``batch``), or in a long-lived refill
-  thread started at the low watermark (``async_batch``);
-- by a task of the engine's asyncio lane (:meth:`Blocks.take_on_lane`).
-
-**The hot path takes no lock.** The current block is one attribute holding an
-immutable pair ``(iterator, mark)``; ``next()`` on a ``range`` or ``list``
-iterator is one step under the GIL, so every value of a block is handed out
-at most once, and an exhausted iterator hands out nothing. The value equal to
-``mark`` (the low watermark) starts the refill, for exactly one caller. Only
-a caller that finds the block used up takes the lock, and installs a spare or
-a new block only if the block it saw is still the current one. Where the
-interpreter runs without a GIL (free-threaded CPython, ``sys._is_gil_enabled()``
-false), iterators are not documented as thread-safe, so there the hot path
-takes the lock.
-
-A forked child never hands out its parent's keys: the store forgets every
-block in the child (``_fork.register``), also after a libc ``fork()``
-(``_fork.forked()`` on each lookup). An asyncio task cancelled while it waits
-for a block loses nothing: the fetch goes on and its block is used by later
-callers. See docs/architecture.md.
+Design: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,34 +1,12 @@
 """Allocations of their own under asyncio: a *lane* per engine and event loop.
 
-Under ``AsyncEngine`` / ``AsyncSession`` a column default runs inside
-SQLAlchemy's greenlet, on the event loop's thread, while its flush holds a
-connection of the engine's pool. ``separate``, ``batch`` and ``async_batch``
-need a transaction of their own. Taking a second connection from the same
-pool works until as many flushes run at once as the pool has connections,
-which is normal under asyncio (50 tasks, ``pool_size=5``): each flush then
-holds one connection and waits for a second that only a finished flush would
-free, and every request hangs until ``pool_timeout``.
+A column default under ``AsyncEngine`` runs in SQLAlchemy's greenlet while its flush
+holds a connection of the pool, so ``separate``, ``batch`` and ``async_batch`` take
+their short transactions on a :class:`Lane`: a twin of the engine's pool
+(:func:`twin_engine`), one round trip per sequence row at a time, each a task the
+greenlet waits for with :func:`wait`. Closed by ``await engine.dispose()``.
 
-So allocations of their own go through a lane: an engine over a twin of the
-engine's pool (``Pool.recreate()``: the same creator, settings, pool events
-and dialect), used by allocations only, and so never waited on by a flush that
-holds one of the application's connections. Round trips for one sequence row
-run one at a time, each as a task of its own on the running loop: the
-greenlet waits for it with :func:`wait`, so the loop runs on, and a
-cancelled request never interrupts a round trip half way (its value becomes a
-gap, never a value handed out twice). The lane usually holds one connection
-(one per sequence row being allocated at that very moment), outside the
-application's ``pool_size``.
-
-``await engine.dispose()`` closes the engine's lanes (the ``engine_disposed``
-event runs inside dispose's greenlet): tasks under way are cancelled and
-awaited (on SQLite they may finish first: a statement cancelled midway would
-keep the database's write lock), the twin pool is disposed. A loop that ends without dispose cancels
-the tasks itself (``asyncio.run`` does); SQLAlchemy asks for dispose anyway.
-
-Engines whose pool hands every checkout the same connection (in-memory
-SQLite: ``StaticPool``, ``SingletonThreadPool``) have no lane: there is no
-second database to reach, and no capacity to run out of.
+Design: docs/architecture.md; user guide: docs/asyncio.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """How a ``TableSequence`` takes its values: the row's allocations, and its blocks.
 
-:class:`RowAllocations` allocates from one row of the sequences table, in the
-caller's transaction or committed in one of its own (retried, and checked
-against what this process already received), and takes values that way in
-the two per-value modes (``in_transaction``, ``separate``). :class:`BlockModes`
-adds ``batch`` and ``async_batch``: blocks of the row held in memory
-(``_allocator``), fetched in the caller's thread, a refill thread, or a task
-of an asyncio engine's lane (``_lane``).
+:class:`RowAllocations` serves the per-value modes (``in_transaction``, ``separate``);
+:class:`BlockModes` adds ``batch`` and ``async_batch``, blocks held in memory
+(``_allocator``). Each way of taking gets the engine and the connection of the
+statement that needs the value (None: no transaction of the caller's).
 
-Each way of taking takes the engine and, when there is one, the connection of
-the statement that needs the value (None: no transaction of the caller's).
+Design: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
 """Which database errors are worth retrying, the bounded retry loop, and what the rest become.
 
-An allocation runs in a transaction of its own, so retrying it after a
-transient failure can at worst leave a gap: a block the server committed but
-whose answer never arrived (the COMMIT's outcome unknown, the connection lost)
-is simply never handed out, and the retry allocates a new block past it. It
-can never hand out a value twice, because values are handed out only from an
-answer received, and each attempt asks anew.
+:func:`retrying` runs an allocation's own transaction again after a transient error
+(a deadlock, a serialization failure, a dropped connection, Spanner's aborted
+transaction): at worst a gap, never a value handed out twice. A lock-wait timeout
+(:class:`~sqlalchemy_seqkeys.SequenceLockTimeoutError`) and anything in the caller's
+transaction are never retried; every other database error becomes a
+:class:`~sqlalchemy_seqkeys.SequenceAllocationError`.
 
-Retried, a bounded number of times with backoff: deadlocks and serialization
-failures (the server rolled the attempt back; running it again is what the
-server asks for), dropped connections and Spanner's aborted transactions.
-
-Not retried: a lock wait that ran out the server's lock timeout (MySQL and
-MariaDB error 1205, ``innodb_lock_wait_timeout``; PostgreSQL 55P03,
-``lock_timeout``). The row is held by another transaction, and a retry would
-wait the whole timeout again: six attempts made a 50 s setting five minutes.
-It raises :class:`~sqlalchemy_seqkeys.SequenceLockTimeoutError` at once,
-naming the setting. Nothing is retried inside a transaction of the caller's
-(``in_transaction``, a Connection passed in): a deadlock has already ended it,
-and only its owner can run it again. Every other database error becomes a
-:class:`~sqlalchemy_seqkeys.SequenceAllocationError` with the driver's error
-as its cause.
+Design: docs/architecture.md.
 """
 
 from __future__ import annotations
