@@ -3,6 +3,7 @@ callables document their parameters with ``:param name:`` fields (SQLAlchemy's c
 
 from __future__ import annotations
 
+import ast
 import doctest
 import enum
 import importlib
@@ -181,3 +182,30 @@ def test_ci_runs_the_readme_test_command() -> None:
     block = readme.split(marker, 1)[1].split("```", 2)[1]
     command = "\n".join(line for line in block.splitlines()[1:] if line.strip())
     assert command.strip() in ci
+
+
+#: a module docstring says what the module is for and where its doc page is (issue 22, item 9)
+MODULE_DOCSTRING_LINES = 12
+
+
+@pytest.mark.parametrize(
+    "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_module_docstrings_are_short_and_name_their_doc_page(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    first = tree.body[0] if tree.body else None
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)):
+        pytest.fail(f"{path.name} has no module docstring: say in a line what it is for")
+    docstring = first.value.value
+    assert isinstance(docstring, str)
+    lines = (first.end_lineno or first.lineno) - first.lineno + 1
+    assert lines <= MODULE_DOCSTRING_LINES, (
+        f"{path.name}'s docstring runs {lines} lines: keep what the module is for and a link "
+        "to its doc page; the explanation belongs on that page"
+    )
+    pages = re.findall(r"docs/[\w./-]+\.md", docstring)
+    if path.name in ("__main__.py",) or lines <= 3:
+        return  # a one-line module: its name says enough
+    assert pages, f"{path.name}'s docstring names no doc page (docs/....md)"
+    for page in pages:
+        assert (ROOT / page).exists(), f"{path.name} names {page}, which does not exist"
