@@ -915,24 +915,31 @@ def _child_claim_error(exc: SeqKeysError, retry_in: float, again: bool = False) 
 class _FromSyncLease(Generic[_T]):
     """A read-only attribute of :class:`AsyncWorkerLease`: its sync lease's attribute of that name.
 
-    The reference shows the string that follows it in the class as its doc; ``help()`` this one.
+    :param doc: what ``help()`` and the reference show for it.
     """
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._name = name
-        self.__doc__ = f"The sync lease's :attr:`WorkerLease.{name}` (read only)."
 
     @overload
-    def __get__(self, lease: None, owner: type) -> _FromSyncLease[_T]: ...
+    def __get__(self, lease: None, owner: type | None = None) -> _FromSyncLease[_T]: ...
     @overload
-    def __get__(self, lease: AsyncWorkerLease, owner: type) -> _T: ...
-    def __get__(self, lease: AsyncWorkerLease | None, owner: type) -> _FromSyncLease[_T] | _T:
+    def __get__(self, lease: AsyncWorkerLease, owner: type | None = None) -> _T: ...
+    def __get__(
+        self, lease: AsyncWorkerLease | None, owner: type | None = None
+    ) -> _FromSyncLease[_T] | _T:
         if lease is None:
             return self  # looked up on the class (help(), the docs)
         value: _T = getattr(lease.sync_lease, self._name)
         return value
 
     def __set__(self, lease: AsyncWorkerLease, value: NoReturn) -> NoReturn:
+        raise AttributeError(f"AsyncWorkerLease.{self._name} is read only")
+
+    def __delete__(self, lease: AsyncWorkerLease) -> NoReturn:
         raise AttributeError(f"AsyncWorkerLease.{self._name} is read only")
 
 
@@ -1153,16 +1160,15 @@ class AsyncWorkerLease:
 
     # -- the lease's state and the Lease protocol: the sync lease's ------------------
 
-    worker_id = _FromSyncLease[int]()
-    """The worker id this lease holds (raises WorkerIdNotBoundError before start)."""
-    valid = _FromSyncLease[bool]()
-    """True while the lease is certainly ours: renewed in time and not closed."""
-    floor_ms = _FromSyncLease[int]()
-    """The previous holder's high-water mark (Unix ms)."""
-    mark_ms = _FromSyncLease[int]()
-    """This holder's high-water mark (Unix ms)."""
-    closed = _FromSyncLease[bool]()
-    """True once :meth:`close` was called."""
+    worker_id = _FromSyncLease[int](
+        "The worker id this lease holds (raises WorkerIdNotBoundError before start)."
+    )
+    valid = _FromSyncLease[bool](
+        "True while the lease is certainly ours: renewed in time and not closed."
+    )
+    floor_ms = _FromSyncLease[int]("The previous holder's high-water mark (Unix ms).")
+    mark_ms = _FromSyncLease[int]("This holder's high-water mark (Unix ms).")
+    closed = _FromSyncLease[bool]("True once :meth:`close` was called.")
 
     def check(self) -> int:
         """Return the worker id, or raise WorkerLeaseLostError if the lease may be gone.

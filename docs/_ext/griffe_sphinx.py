@@ -13,6 +13,7 @@ build.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -70,10 +71,11 @@ class SphinxRoles(griffe.Extension):
 
 
 class SyncLeaseAttributes(griffe.Extension):
-    """``x = _FromSyncLease[T]()`` (``AsyncWorkerLease``), shown as the read-only ``x: T`` it is.
+    """``x = _FromSyncLease[T]("doc")`` (``AsyncWorkerLease``): shown as the read-only ``x: T``.
 
     The descriptor reads the attribute of the wrapped ``WorkerLease``; the
-    reference shows it as the property it behaves as, never the private class.
+    reference shows it as the property it behaves as, with the doc it is given,
+    never the private class.
     """
 
     def on_attribute_instance(self, *, attr: griffe.Attribute, **kwargs: Any) -> None:
@@ -84,3 +86,6 @@ class SyncLeaseAttributes(griffe.Extension):
         if isinstance(function, griffe.ExprSubscript) and str(function.left) == "_FromSyncLease":
             attr.annotation, attr.value = function.slice, None
             attr.labels = {"property"}
+            doc = call.arguments[0] if call.arguments else None
+            if isinstance(doc, str):  # a string literal, as griffe renders it: quoted
+                attr.docstring = griffe.Docstring(ast.literal_eval(doc), parent=attr)

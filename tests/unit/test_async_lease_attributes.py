@@ -40,5 +40,15 @@ def test_the_state_is_read_only(lease: AsyncWorkerLease, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", READ_THROUGH)
+def test_the_state_cannot_be_deleted(lease: AsyncWorkerLease, name: str) -> None:
+    with pytest.raises(AttributeError, match=f"AsyncWorkerLease.{name} is read only"):
+        delattr(lease, name)
+
+
+@pytest.mark.parametrize("name", READ_THROUGH)
 def test_each_attribute_is_documented(name: str) -> None:
-    assert f"WorkerLease.{name}" in (getattr(AsyncWorkerLease, name).__doc__ or "")
+    doc = getattr(AsyncWorkerLease, name).__doc__ or ""
+    assert len(doc) > 20, doc  # help() shows what it is
+    assert "_FromSyncLease" not in doc
+    if name == "worker_id":
+        assert "WorkerIdNotBoundError" in doc
