@@ -172,7 +172,7 @@ def test_healthy_database(
         for key, value in f["details"].items()
     }
     # the keys are the library's names: server_uuid7() and server_uuid() (docs/doctor.md)
-    assert {"returning", "server_uuid7"} <= capabilities.keys(), capabilities
+    assert {"returning", "server_uuid7", "server_uuid"} <= capabilities.keys(), capabilities
     assert capabilities["returning"] is bool(engine.dialect.insert_returning)
     assert counts(engine, models) == before  # doctor wrote nothing
     with engine.connect() as conn:  # and dropped its temporary table
