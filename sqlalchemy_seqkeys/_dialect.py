@@ -31,6 +31,8 @@ from sqlalchemy_seqkeys.dialects import (
 from sqlalchemy_seqkeys.errors import SeqKeysError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sqlalchemy.engine.interfaces import Dialect
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "has_sequences",
     "identifier_problem",
     "identifier_text",
+    "ignores_conflicts",
     "incrementing_sequences",
     "insert_ignoring_conflict",
     "mariadb_uuid_keeps_v7_order",
@@ -81,7 +84,8 @@ native_sequences = has_sequences
 def insert_ignoring_conflict(dialect: Dialect, t: sa.Table, key: list[str]) -> sa.Insert:
     """An INSERT that inserts nothing (rowcount 0) where the primary key ``key`` exists.
 
-    Each engine's own form, so that a conflict never aborts the transaction.
+    Each engine's own form, so that a conflict never aborts the transaction; a
+    plain INSERT where the engine has none (:func:`ignores_conflicts` is False).
 
     Example::
 
@@ -91,21 +95,41 @@ def insert_ignoring_conflict(dialect: Dialect, t: sa.Table, key: list[str]) -> s
         ...     dialect=sqlite.dialect()))
         INSERT INTO t (k) VALUES (?) ON CONFLICT (k) DO NOTHING
     """
+    form = _conflict_form(dialect)
+    return sa.insert(t) if form is None else form(t, key)
+
+
+def ignores_conflicts(dialect: Dialect) -> bool:
+    """Whether :func:`insert_ignoring_conflict` skips an existing key on ``dialect``.
+
+    Where it does, an ``IntegrityError`` from that INSERT is never "the row was
+    there" and must not be read as such.
+
+    Example::
+
+        >>> from sqlalchemy.dialects import mssql, sqlite
+        >>> ignores_conflicts(sqlite.dialect()), ignores_conflicts(mssql.dialect())
+        (True, False)
+    """
+    return _conflict_form(dialect) is not None
+
+
+def _conflict_form(dialect: Dialect) -> Callable[[sa.Table, list[str]], sa.Insert] | None:
     # isinstance: dialects built on these (CockroachDB's, for one) take the same
     # form. A dialect of either is an instance of a class of its module, so that
     # module is imported already when it matters (nothing imported here).
     postgresql = sys.modules.get("sqlalchemy.dialects.postgresql")
     if postgresql is not None and isinstance(dialect, postgresql.base.PGDialect):
-        return postgresql.insert(t).on_conflict_do_nothing(index_elements=key)  # type: ignore[no-any-return]
+        return lambda t, key: postgresql.insert(t).on_conflict_do_nothing(index_elements=key)
     sqlite = sys.modules.get("sqlalchemy.dialects.sqlite")
     if sqlite is not None and isinstance(dialect, sqlite.base.SQLiteDialect):
-        return sqlite.insert(t).on_conflict_do_nothing(index_elements=key)  # type: ignore[no-any-return]
+        return lambda t, key: sqlite.insert(t).on_conflict_do_nothing(index_elements=key)
     name = family(dialect)
     if name == "mysql":
-        return sa.insert(t).prefix_with("IGNORE")
+        return lambda t, key: sa.insert(t).prefix_with("IGNORE")
     if name == "spanner":
-        return sa.insert(t).prefix_with("OR IGNORE")
-    return sa.insert(t)
+        return lambda t, key: sa.insert(t).prefix_with("OR IGNORE")
+    return None
 
 
 def mariadb_uuid_keeps_v7_order(dialect: Dialect) -> bool:

@@ -245,14 +245,16 @@ class SequenceContract:
                 for statement in self._create_statements(connection.dialect, target):
                     connection.execute(statement)
                 return
-            self._create_attached(connection, checkfirst=bool(kw.get("checkfirst", True)))
+            made = {t.key for t in kw.get("tables", ())}  # the tables this create_all made
+            self._create_attached(connection, made, checkfirst=bool(kw.get("checkfirst", True)))
 
         def before_drop(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
             if isinstance(connection, MockConnection):
                 for statement in self._drop_statements(connection.dialect):
                     connection.execute(statement)
                 return
-            self._drop_attached(connection, checkfirst=bool(kw.get("checkfirst", True)))
+            dropping = {t.key for t in kw.get("tables", ())}  # the tables it drops next
+            self._drop_attached(connection, dropping, checkfirst=bool(kw.get("checkfirst", True)))
 
         if self._info_key is not None:
             metadata.info.setdefault(self._info_key, {})[self.name] = self  # for Alembic
@@ -261,10 +263,12 @@ class SequenceContract:
 
     # -- what attach runs; a subclass may do more (e.g. create the sequences table) --
 
-    def _create_attached(self, conn: sa.Connection, *, checkfirst: bool) -> None:
+    def _create_attached(self, conn: sa.Connection, made: set[str], *, checkfirst: bool) -> None:
+        """After ``create_all``, which has just made the tables ``made`` (their keys)."""
         self.create(conn, checkfirst=checkfirst)
 
-    def _drop_attached(self, conn: sa.Connection, *, checkfirst: bool) -> None:
+    def _drop_attached(self, conn: sa.Connection, dropping: set[str], *, checkfirst: bool) -> None:
+        """Before ``drop_all``, which drops the tables ``dropping`` (their keys) next."""
         self.drop(conn, checkfirst=checkfirst)
 
     def _create_statements(self, dialect: sa.Dialect, metadata: sa.MetaData) -> list[Any]:
@@ -309,6 +313,20 @@ class NativeOrRowSequence(SequenceContract):
 
     def _forget_all(self) -> None:
         raise NotImplementedError
+
+    def _create_attached(self, conn: sa.Connection, made: set[str], *, checkfirst: bool) -> None:
+        if self._native(conn.dialect) or self.table not in made:
+            self.create(conn, checkfirst=checkfirst)
+            return
+        # its row, in the sequences table this create_all has just made: as TableSequence
+        self._row()._create_attached(conn, made, checkfirst=checkfirst)
+        self._forget_all()
+
+    def _drop_attached(self, conn: sa.Connection, dropping: set[str], *, checkfirst: bool) -> None:
+        if self._native(conn.dialect) or self.table not in dropping:
+            self.drop(conn, checkfirst=checkfirst)
+            return
+        self._forget_all()  # its row goes with the sequences table drop_all drops next
 
     def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
         """Create the sequence: ``CREATE SEQUENCE``, or (no such sequences) its row.

@@ -253,11 +253,17 @@ class TableSequence(SequenceContract, PositionalDefault):
 
     # -- attach(): the row, and the sequences table where it is missing -------------
 
-    def _create_attached(self, conn: sa.Connection, *, checkfirst: bool) -> None:
-        sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
+    def _create_attached(self, conn: sa.Connection, made: set[str], *, checkfirst: bool) -> None:
+        # A sequences table this create_all has just made is never asked about again:
+        # Spanner's driver holds its CREATE back until the next DML, so the catalog
+        # would say no, and a second CREATE would fail the whole batch.
+        if self.table not in made:
+            sequences_table(sa.MetaData(), self.table).create(conn, checkfirst=True)
         self.create(conn, checkfirst=checkfirst)
 
-    def _drop_attached(self, conn: sa.Connection, *, checkfirst: bool) -> None:
+    def _drop_attached(self, conn: sa.Connection, dropping: set[str], *, checkfirst: bool) -> None:
+        if self.table in dropping:
+            return  # its row goes with the table (Spanner refuses a DROP after a DELETE)
         if not checkfirst or sa.inspect(conn).has_table(self.table):
             self.drop(conn, checkfirst=checkfirst)
 

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys import _validate as validate
-from sqlalchemy_seqkeys._dialect import check_identifier, facts
+from sqlalchemy_seqkeys._dialect import check_identifier, facts, ignores_conflicts
 from sqlalchemy_seqkeys._dialect import insert_ignoring_conflict as insert_ignoring_conflict
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.errors import (
@@ -332,6 +332,43 @@ class _Received:
 received = _Received()
 
 
+class _BlockHolders:
+    """What holds blocks of sequence rows in memory (``_modes.BlockModes``, by weak reference).
+
+    A row created or dropped through this library makes them forget their blocks of it
+    (:meth:`forget`): a sequence created anew never hands out a value of its former
+    self's blocks, which the new row hands out again.
+    """
+
+    def __init__(self) -> None:
+        self._lock_ = threading.Lock()
+        self._holders: weakref.WeakSet[Any] = weakref.WeakSet()
+        _fork.register(self)
+
+    @property
+    def _lock(self) -> threading.Lock:
+        _fork.forked()
+        return self._lock_
+
+    def _after_fork_in_child(self) -> None:
+        self._lock_ = threading.Lock()
+
+    def add(self, holder: Any) -> None:
+        """Keep ``holder`` (with ``name``, ``table`` and ``forget_blocks()``) while it lives."""
+        with self._lock:
+            self._holders.add(holder)
+
+    def forget(self, table: str, name: str) -> None:
+        """Every holder of sequence ``name`` in ``table`` forgets the blocks it holds."""
+        with self._lock:
+            matching = [h for h in self._holders if h.table == table and h.name == name]
+        for holder in matching:
+            holder.forget_blocks()
+
+
+block_holders = _BlockHolders()
+
+
 # -- names compare exactly: refuse a case-insensitive name column at first use -------
 
 #: pool -> (schema, table) whose name column was found exact; only a good
@@ -585,12 +622,19 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: 
         check_exact_names(conn, table)
         created = conn.execute(statement, {"name": name, "next_value": start}).rowcount == 1
     except sa.exc.IntegrityError:
+        if ignores_conflicts(conn.dialect):
+            # That INSERT skips an existing row, so this is another error, never "the
+            # sequence was there" (Spanner's driver runs DDL it holds back, which may
+            # fail, as this INSERT's statement): returning False would say that
+            # nothing needed doing when nothing was done.
+            raise
         created = False  # engines without an insert-if-absent form
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
         raise_if_table_missing(conn, table, exc)
         raise
     if created:
         received.forget(conn, table, name)
+        block_holders.forget(table, name)
     if not created and not checkfirst:
         raise SequenceExistsError(
             f"sequence {name!r} already exists in table {table!r}; it was left as it is. "
@@ -639,6 +683,8 @@ def _drop(conn: sa.Connection, name: str, table: str, checkfirst: bool) -> bool:
         raise_if_table_missing(conn, table, exc)
         raise
     dropped = result.rowcount == 1
+    if dropped:
+        block_holders.forget(table, name)
     if not dropped and not checkfirst:
         raise SequenceNotFoundError(
             f"sequence {name!r} does not exist in table {table!r}, so there is nothing to drop. "

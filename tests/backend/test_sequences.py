@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from sqlalchemy_seqkeys import (
+    PooledSequence,
     SequenceExhaustedError,
     SequenceExistsError,
     SequenceMode,
@@ -32,7 +33,7 @@ from sqlalchemy_seqkeys import (
 )
 from sqlalchemy_seqkeys.sequences._allocator import refills
 from sqlalchemy_seqkeys.sequences.table import MAX_VALUE, read_next_value
-from tests._helpers import fresh_table, in_forked_child
+from tests._helpers import fresh_table, fresh_tables, in_forked_child
 
 from . import _seq_workers
 
@@ -511,3 +512,94 @@ def test_the_keywords_of_0_1_are_gone(seq_engine: Engine) -> None:
         drop_table_sequence(seq_engine, "old_kw", **old)
     assert sequence.next_value(seq_engine) == 1  # the row is still there, untouched
     assert sequence.drop(seq_engine, checkfirst=True) is True
+
+
+@pytest.mark.parametrize("path", ["object", "functions"])
+@pytest.mark.parametrize("mode", ["batch", "async_batch"])
+def test_a_sequence_created_anew_never_hands_out_its_former_blocks(
+    seq_engine: Engine, mode: str, path: str
+) -> None:
+    # the process holds a block of the old row (1 to 10, 1 to 3 handed out); the new
+    # row hands out 1 to 10 again, so a value left in the old block would repeat one
+    name = f"anew_{mode}_{path}"
+    sequence = TableSequence(name, mode=mode, batch_size=10, low_watermark=3)
+    sequence.create(seq_engine)
+    metadata = sa.MetaData()
+    rows = sa.Table(
+        f"seqkeys_anew_{mode}_{path}",
+        metadata,
+        sa.Column("id", sa.BigInteger, primary_key=True, default=sequence, autoincrement=False),
+        sa.Column("n", sa.Integer),
+    )
+    with fresh_tables(seq_engine, metadata):
+        with seq_engine.begin() as conn:
+            conn.execute(rows.insert(), [{"n": n} for n in range(3)])
+        if path == "object":
+            assert sequence.drop(seq_engine) is True
+            assert sequence.create(seq_engine) is True
+        else:  # the row through the functions: the sequence object is not told directly
+            assert drop_table_sequence(seq_engine, name) is True
+            assert create_table_sequence(seq_engine, name) is True
+        with seq_engine.begin() as conn:
+            conn.execute(sa.delete(rows).where(sa.true()))
+            conn.execute(rows.insert(), [{"n": n} for n in range(12)])
+            ids = sorted(conn.scalars(sa.select(rows.c.id)))
+        assert ids == list(range(1, 13)), "a value of the former row's block came back"
+
+
+@pytest.mark.parametrize("kind", ["TableSequence", "PooledSequence"])
+def test_create_all_with_the_sequences_table_in_the_same_metadata(
+    engine: Engine, kind: str
+) -> None:
+    # as the SequencesTableNotFoundError message advises: sequences_table(metadata). On
+    # Spanner create_all used to report success and create nothing: the attached
+    # sequence asked the catalog for a table whose CREATE the driver still held back,
+    # sent a second CREATE, and the failed batch read as "the row was there"
+    metadata = sa.MetaData()
+    sequences_table(metadata)
+    name = f"seqkeys_same_md_{kind.lower()}"
+    sequence: TableSequence | PooledSequence = (
+        TableSequence(name, mode="batch", batch_size=5, metadata=metadata)
+        if kind == "TableSequence"
+        else PooledSequence(name, batch_size=5, metadata=metadata)
+    )
+    data = sa.MetaData()
+    rows = sa.Table(
+        f"seqkeys_same_md_rows_{kind.lower()}",
+        data,
+        sa.Column("id", sa.BigInteger, primary_key=True, default=sequence, autoincrement=False),
+        sa.Column("n", sa.Integer),
+    )
+    data.drop_all(engine)
+    metadata.drop_all(engine)
+    try:
+        for _ in range(2):  # the second time, on what drop_all left: nothing, no block
+            metadata.create_all(engine)
+            with engine.connect() as conn:
+                assert sa.inspect(conn).has_table("sequences")
+            data.create_all(engine)
+            with engine.begin() as conn:
+                conn.execute(rows.insert(), [{"n": n} for n in range(3)])
+                assert sorted(conn.scalars(sa.select(rows.c.id))) == [1, 2, 3]
+            data.drop_all(engine)
+            metadata.drop_all(engine)  # the row goes with the table (Spanner: no DELETE)
+            with engine.connect() as conn:
+                assert not sa.inspect(conn).has_table("sequences")
+    finally:
+        data.drop_all(engine)
+        metadata.drop_all(engine)
+        sequences_table(sa.MetaData()).drop(engine, checkfirst=True)
+
+
+def test_a_failure_at_the_insert_is_not_an_existing_sequence(spanner_engine: Engine) -> None:
+    # Spanner's driver holds DDL back and runs it as the next DML's statement: an error
+    # of that DDL surfaces as the INSERT's IntegrityError, which must be raised, never
+    # read as "the sequence was there" (False: nothing to do, when nothing was done)
+    with fresh_table(spanner_engine, sequences_table):
+        with spanner_engine.begin() as conn:
+            sequences_table(sa.MetaData()).create(conn)  # exists: fails when it is run
+            with pytest.raises(sa.exc.IntegrityError):
+                create_table_sequence(conn, "after_held_ddl", checkfirst=True)
+            conn.rollback()
+        with spanner_engine.connect() as conn:
+            assert read_next_value(conn, "after_held_ddl") is None
