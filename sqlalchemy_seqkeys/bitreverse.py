@@ -1,10 +1,11 @@
 """Bit reversal: Spanner's ``bit_reversed_positive`` sequence values, on every engine.
 
-:func:`reverse_bits` reverses a counter's 63 low bits (sign bit 0) exactly as Spanner does,
-and is its own inverse. :class:`BitReversedSequence` is a column default whose ``n``-th value
-is ``reverse_bits(start + n)`` outside ``skip_range``; its counter is a native sequence, or a
-sequences-table row on SQLite and MySQL, and ``batch_size=N`` reads ``N`` counters per
-statement. :class:`BitReversed` reverses a counter you already have.
+:func:`reverse_bits` reverses a counter's 63 low bits (sign bit 0) exactly as Spanner does, and
+is its own inverse. :class:`BitReversedSequence` is a column default that hands out
+``reverse_bits(start)``, ``reverse_bits(start + 1)``, ..., skipping values in ``skip_range``;
+its counter is a native sequence, or a sequences-table row on SQLite and MySQL, and
+``batch_size=N`` reads ``N`` counters per statement. :class:`BitReversed` reverses a counter you
+already have.
 
 User guide: docs/strategies/bit-reversed.md.
 """

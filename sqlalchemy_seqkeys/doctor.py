@@ -1,8 +1,8 @@
 """``doctor``: a checkup of every key column of a MetaData against the live database.
 
 :func:`doctor` (and :func:`doctor_async`) runs the checks ``order``, ``behind``,
-``schema``, ``clock`` and ``capabilities`` on every column whose default is one of
-this library's strategies and returns a :class:`DoctorReport` of
+``schema``, ``clock`` and ``capabilities`` on every column whose default (or server
+default) is one of this library's strategies and returns a :class:`DoctorReport` of
 :class:`DoctorFinding`. It writes nothing but the temporary tables it drops, rolls
 back every check's transaction and never moves a sequence: a finding carries the
 command that fixes it, and ``report.healthy`` is False when any is a problem.

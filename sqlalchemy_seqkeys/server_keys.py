@@ -2,8 +2,9 @@
 
 Declare ``server_default=server_uuid()``; :class:`ServerUuid` compiles per dialect
 (``uuidv7()``, ``UUID_v7()``, ``UUID()``, ``UUID_TO_BIN(UUID(), 1)``,
-``NEWSEQUENTIALID()``, ``GENERATE_UUID()``) and the ORM reads the key back with
-``RETURNING``. A server without such a function, or a key column of the wrong
+``NEWSEQUENTIALID()``, ``GENERATE_UUID()``); the ORM reads the key back with
+``RETURNING`` where the server has it (not MySQL: use Core there). A server without
+such a function, or a key column of the wrong
 storage, raises :class:`~sqlalchemy_seqkeys.UnsupportedServerFunctionError` when
 the DDL is compiled; a dialect that never connected gets its newest server's DDL.
 

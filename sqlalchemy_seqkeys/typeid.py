@@ -1,7 +1,7 @@
 """TypeIDs: a type prefix and the base32 of a UUID, ``user_01h455vb4pex5vsknk084sn02q``.
 
-:class:`TypeID` implements version 0.3 of the TypeID specification (prefix rules
-in :func:`check_prefix`); :func:`new_typeid` mints from UUIDv7, so ids sort by
+:class:`TypeID` implements version 0.3 of the TypeID specification (prefix rules:
+its ``prefix`` parameter, and the user guide); :func:`new_typeid` mints from UUIDv7, so ids sort by
 creation time as text and as UUID. This module is pure Python; the column type is
 :class:`~sqlalchemy_seqkeys.TypeIDType` (``sqlalchemy_seqkeys.typeid_sql``).
 

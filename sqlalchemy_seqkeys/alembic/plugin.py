@@ -1,11 +1,11 @@
 """The seqkeys Alembic plugin: :func:`setup`, which Alembic calls when it starts.
 
-The ``alembic.plugins`` entry point ``seqkeys`` names this module, so every program that
-imports ``alembic`` loads it. :func:`setup` registers the operations (``ops``,
-``pooled_ops``), how autogenerate writes them and the Spanner impl, once, and adds the
-autogenerate comparators (``autogen``) to the plugin, which ``env.py`` enables by naming
-``seqkeys`` in ``autogenerate_plugins``. :func:`register` does the same where no entry
-point is installed (a checkout); it is idempotent.
+The ``alembic.plugins`` entry point ``seqkeys`` names this module, so every program that imports
+``alembic`` loads it. :func:`setup` registers the operations (``ops``, ``pooled_ops``), how
+autogenerate writes them and the Spanner impl, once, and adds the autogenerate comparators
+(``autogen``, ``pooled_ops``) to the plugin, which ``env.py`` enables by naming ``seqkeys`` in
+``autogenerate_plugins``. :func:`register` does the same where no entry point is installed (a
+checkout); it is idempotent.
 
 User guide: docs/alembic.md.
 """

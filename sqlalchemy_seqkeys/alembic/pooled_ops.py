@@ -1,10 +1,10 @@
 """Alembic operations and autogenerate for pooled sequences (:class:`PooledSequence`).
 
-``op.create_pooled_sequence(name, allocation_size, start=1)`` and its reverse
-``op.drop_pooled_sequence`` run ``CREATE SEQUENCE ... INCREMENT BY allocation_size`` (the
-sequences-table row on SQLite, MySQL and Spanner); ``op.resync_pooled_sequence(name, table,
-column)`` moves the sequence past ``MAX(column)``, never back, and has no reverse. Online,
-each checks first and raises ``MigrationError`` before changing anything.
+``op.create_pooled_sequence(name, allocation_size, start=1)`` creates the sequence (``CREATE
+SEQUENCE ... INCREMENT BY allocation_size``; the sequences-table row on SQLite, MySQL and
+Spanner), its reverse ``op.drop_pooled_sequence`` drops it; ``op.resync_pooled_sequence(name,
+table_name, column)`` moves the sequence past ``MAX(column)``, never back, and has no reverse.
+Online, each checks first and raises ``MigrationError`` before changing anything.
 :func:`compare_pooled_sequences` proposes the pooled sequences the models declare and the
 database lacks.
 
