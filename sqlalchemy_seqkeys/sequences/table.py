@@ -278,7 +278,28 @@ def _database(url: sa.URL) -> sa.URL:
     return url.set(drivername=url.get_backend_name())
 
 
-class _Received:
+class _Registry:
+    """A process-wide record behind a lock that a forked child replaces.
+
+    A child forked by libc ``fork()`` (no at-fork hook) may have inherited the
+    lock held by a thread it does not have: ``_fork`` gives it a new one. What
+    the parent recorded stays: its values are in use.
+    """
+
+    def __init__(self) -> None:
+        self._lock_ = threading.Lock()
+        _fork.register(self)
+
+    @property
+    def _lock(self) -> threading.Lock:
+        _fork.forked()
+        return self._lock_
+
+    def _after_fork_in_child(self) -> None:
+        self._lock_ = threading.Lock()
+
+
+class _Received(_Registry):
     """The highest value this process received per (database, tenant, table, sequence).
 
     Only values from committed allocations of their own are recorded: a value
@@ -286,23 +307,10 @@ class _Received:
     """
 
     def __init__(self) -> None:
-        self._lock_ = threading.Lock()
+        super().__init__()
         self._by_url: dict[object, dict[tuple[object, str, str], int]] = {}
         self._by_pool: weakref.WeakKeyDictionary[sa.pool.Pool, dict[tuple[object, str, str], int]]
         self._by_pool = weakref.WeakKeyDictionary()
-        _fork.register(self)
-
-    @property
-    def _lock(self) -> threading.Lock:
-        # A child forked by libc fork() (no at-fork hook) may have inherited
-        # the lock held by a thread it does not have: the registry gives it a
-        # new one (_after_fork_in_child).
-        _fork.forked()
-        return self._lock_
-
-    def _after_fork_in_child(self) -> None:
-        # What the parent received stays: those values are in use.
-        self._lock_ = threading.Lock()
 
     def _slot(self, engine: sa.Engine) -> dict[tuple[object, str, str], int]:
         if _in_memory(engine.url):
@@ -332,7 +340,7 @@ class _Received:
 received = _Received()
 
 
-class _BlockHolders:
+class _BlockHolders(_Registry):
     """What holds blocks of sequence rows in memory (``_modes.BlockModes``, by weak reference).
 
     A row created or dropped through this library makes them forget their blocks of it
@@ -341,17 +349,8 @@ class _BlockHolders:
     """
 
     def __init__(self) -> None:
-        self._lock_ = threading.Lock()
+        super().__init__()
         self._holders: weakref.WeakSet[Any] = weakref.WeakSet()
-        _fork.register(self)
-
-    @property
-    def _lock(self) -> threading.Lock:
-        _fork.forked()
-        return self._lock_
-
-    def _after_fork_in_child(self) -> None:
-        self._lock_ = threading.Lock()
 
     def add(self, holder: Any) -> None:
         """Keep ``holder`` (with ``name``, ``table`` and ``forget_blocks()``) while it lives."""
