@@ -49,7 +49,7 @@ CHILD_DEADLINE_S = 60.0
 #: sends it hung in CPython's GIL hand-over after a bare libc fork() taken while
 #: another thread waited for the GIL (docs/production.md, "Forks"), before any
 #: code of the library ran; such a fork is tried again (twice at most). A child that
-#: hangs after it is tried again too, with a ForkedChildHung warning showing its stacks.
+#: hangs after it is tried again too, with a ForkedChildHung warning showing where it stood.
 STARTED = b"\x06"
 #: forks tried per child (os.fork() runs PyOS_AfterFork_Child: never retried)
 LIBC_FORK_TRIES = 3
@@ -106,7 +106,7 @@ def in_forked_child(
             what = "never started" if not hangs else f"hung after starting {len(hangs)} times"
             pytest.fail(
                 f"the forked child {what} ({tries} forks, {CHILD_DEADLINE_S} s each)"
-                + "".join(f"\n-- a child's threads:\n{said}" for said in hangs)
+                + "".join(f"\n-- where a child stood:\n{said}" for said in hangs)
             )
     raise AssertionError("unreachable")
 
@@ -123,7 +123,7 @@ class ForkedChildHung(UserWarning):
 
 _HUNG_AFTER_START = (
     "a libc-forked child hung after it started ({n} time(s)) and passed when forked again; "
-    "its threads:\n{said}"
+    "where it stood:\n{said}"
 )
 
 
@@ -135,16 +135,18 @@ def report_from_child(
         os.close(read_fd)
         _hand_over_the_gil()
         os.write(write_fd, STARTED)
-        # a child that hangs after this says where: every thread's stack, into the
-        # pipe, before the parent gives up on it (read_from_child shows it)
-        faulthandler.dump_traceback_later(CHILD_DEADLINE_S * 0.75, file=write_fd)
+        # a child that hangs after this says where: the parent's SIGUSR1 makes
+        # faulthandler write the stack of the thread it interrupts into the pipe (not
+        # every thread's: a raw fork leaves the parent's threads as phantoms, and
+        # dumping them can kill the child midway)
+        faulthandler.register(signal.SIGUSR1, file=write_fd, all_threads=False)
         if start_ns is not None:
             wait_until(start_ns)
         try:
             text = child()
         except Exception as exc:  # reported to the parent as text
             text = f"{type(exc).__name__}: {exc}"
-        faulthandler.cancel_dump_traceback_later()
+        faulthandler.unregister(signal.SIGUSR1)
         view = memoryview(text.encode())
         while view:
             view = view[os.write(write_fd, view) :]
@@ -187,30 +189,40 @@ def read_from_child(
     """The child's text, read to its end; None if it sent nothing for ``timeout`` (killed).
 
     With ``strict``, a child that started (it wrote :data:`STARTED`) and then
-    stayed silent fails the test instead, showing its threads' stacks; given
-    ``hangs``, that stack text is added there and None returned (forked again).
+    stayed silent fails the test instead, showing where it stood (the stack
+    faulthandler writes on SIGUSR1); given ``hangs``, that text is added there
+    and None returned (forked again).
     """
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
     while True:
         ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
+        chunk = os.read(fd, 1 << 16) if ready else b""
+        if chunk:
+            chunks.append(chunk)
+            continue
         if not ready:
+            if chunks:  # it started: ask where it stands (report_from_child), then kill it
+                os.kill(pid, signal.SIGUSR1)
+                wait = 2.0  # for its first line, then until it has said it all
+                while select.select([fd], [], [], wait)[0] and (more := os.read(fd, 1 << 16)):
+                    chunks.append(more)
+                    wait = 0.5
             os.kill(pid, signal.SIGKILL)
-            if strict and chunks:
-                said = b"".join(chunks).removeprefix(STARTED).decode(errors="replace")
-                if hangs is not None:
-                    hangs.append(said)
-                    return None
-                pytest.fail(
-                    f"the forked child started, then sent nothing for {timeout} s; its "
-                    f"threads then:\n{said}"
-                )
+        text = b"".join(chunks)
+        said = text.removeprefix(STARTED).decode(errors="replace")
+        hung = not ready and bool(chunks)  # it started, then went silent
+        if strict and hung:
+            if hangs is not None:
+                hangs.append(said)
+                return None
+            pytest.fail(
+                f"the forked child started, then sent nothing for {timeout} s; its "
+                f"stack then:\n{said}"
+            )
+        if not ready:
             return None
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            text = b"".join(chunks)
-            return text.removeprefix(STARTED).decode() if text else None
-        chunks.append(chunk)
+        return said if text else None
 
 
 @contextmanager

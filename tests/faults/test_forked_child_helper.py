@@ -15,7 +15,7 @@ from tests._forking import libc_fork
 def test_a_child_that_hangs_once_is_forked_again_and_shown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_helpers, "CHILD_DEADLINE_S", 4.0)  # its stacks at 3 s
+    monkeypatch.setattr(_helpers, "CHILD_DEADLINE_S", 4.0)
     first = tmp_path / "first"
 
     def child() -> str:
