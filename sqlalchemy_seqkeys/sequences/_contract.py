@@ -315,18 +315,18 @@ class NativeOrRowSequence(SequenceContract):
         raise NotImplementedError
 
     def _create_attached(self, conn: sa.Connection, made: set[str], *, checkfirst: bool) -> None:
-        if self._native(conn.dialect) or self.table not in made:
+        if self._native(conn.dialect):
             self.create(conn, checkfirst=checkfirst)
-            return
-        # its row, in the sequences table this create_all has just made: as TableSequence
-        self._row()._create_attached(conn, made, checkfirst=checkfirst)
-        self._forget_all()
+        else:  # its row, attached as its TableSequence attaches it
+            self._row()._create_attached(conn, made, checkfirst=checkfirst)
+            self._forget_all()
 
     def _drop_attached(self, conn: sa.Connection, dropping: set[str], *, checkfirst: bool) -> None:
-        if self._native(conn.dialect) or self.table not in dropping:
+        if self._native(conn.dialect):
             self.drop(conn, checkfirst=checkfirst)
-            return
-        self._forget_all()  # its row goes with the sequences table drop_all drops next
+        else:
+            self._row()._drop_attached(conn, dropping, checkfirst=checkfirst)
+            self._forget_all()
 
     def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:
         """Create the sequence: ``CREATE SEQUENCE``, or (no such sequences) its row.
