@@ -514,6 +514,16 @@ def test_the_keywords_of_0_1_are_gone(seq_engine: Engine) -> None:
     assert sequence.drop(seq_engine, checkfirst=True) is True
 
 
+def _rows_keyed_by(sequence: object, name: str, metadata: sa.MetaData) -> sa.Table:
+    """A table ``name`` whose BIGINT key ``id`` takes ``sequence``'s values, and a column ``n``."""
+    return sa.Table(
+        name,
+        metadata,
+        sa.Column("id", sa.BigInteger, primary_key=True, default=sequence, autoincrement=False),
+        sa.Column("n", sa.Integer),
+    )
+
+
 @pytest.mark.parametrize("path", ["object", "functions"])
 @pytest.mark.parametrize("mode", ["batch", "async_batch"])
 def test_a_sequence_created_anew_never_hands_out_its_former_blocks(
@@ -525,12 +535,7 @@ def test_a_sequence_created_anew_never_hands_out_its_former_blocks(
     sequence = TableSequence(name, mode=mode, batch_size=10, low_watermark=3)
     sequence.create(seq_engine)
     metadata = sa.MetaData()
-    rows = sa.Table(
-        f"seqkeys_anew_{mode}_{path}",
-        metadata,
-        sa.Column("id", sa.BigInteger, primary_key=True, default=sequence, autoincrement=False),
-        sa.Column("n", sa.Integer),
-    )
+    rows = _rows_keyed_by(sequence, f"seqkeys_anew_{mode}_{path}", metadata)
     with fresh_tables(seq_engine, metadata):
         with seq_engine.begin() as conn:
             conn.execute(rows.insert(), [{"n": n} for n in range(3)])
@@ -564,12 +569,7 @@ def test_create_all_with_the_sequences_table_in_the_same_metadata(
         else PooledSequence(name, batch_size=5, metadata=metadata)
     )
     data = sa.MetaData()
-    rows = sa.Table(
-        f"seqkeys_same_md_rows_{kind.lower()}",
-        data,
-        sa.Column("id", sa.BigInteger, primary_key=True, default=sequence, autoincrement=False),
-        sa.Column("n", sa.Integer),
-    )
+    rows = _rows_keyed_by(sequence, f"seqkeys_same_md_rows_{kind.lower()}", data)
     data.drop_all(engine)
     metadata.drop_all(engine)
     try:
