@@ -33,12 +33,13 @@ def test_a_child_that_always_hangs_fails_with_its_stacks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_helpers, "CHILD_DEADLINE_S", 4.0)
-    monkeypatch.setattr(_helpers, "LIBC_FORK_TRIES", 2)
 
     def child() -> str:
         time.sleep(3600)
         return "never"
 
-    with pytest.raises(pytest.fail.Exception, match="hung after starting 2 times") as failed:
+    # every fork fails; one under load may also never start (CPython's raw-fork GIL
+    # hazard), so the count is whichever of the three forks started
+    with pytest.raises(pytest.fail.Exception, match=r"hung after starting [123] times") as failed:
         _helpers.in_forked_child(child, fork=libc_fork)
     assert "in child" in str(failed.value)
