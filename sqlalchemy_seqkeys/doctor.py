@@ -42,7 +42,7 @@ from .server_keys import ServerUuid
 from .snowflake import Snowflake
 from .types import CombGuidDefault
 from .uuid7 import new_uuid7
-from .uuid7_sql import ServerUuid7
+from .uuid7_sql import ServerUuid7, ServerUuidFunction
 from .workers import MARK_COLUMN
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ def _declared(column: sa.Column[Any]) -> object | None:
     ) or (given is new_uuid7):
         return given
     server = column.server_default
-    if isinstance(server, sa.DefaultClause) and isinstance(server.arg, ServerUuid | ServerUuid7):
+    if isinstance(server, sa.DefaultClause) and isinstance(server.arg, ServerUuidFunction):
         return server.arg
     return None
 
@@ -328,7 +328,7 @@ def _sorted_sample(ctx: _Context, key: _Key, real_type: Any) -> list[int]:
     """Mint the sample into a temporary table of the real type; its minting numbers by key."""
     strategy = key.strategy
     server_default: sa.ColumnElement[Any] | None = None
-    if isinstance(strategy, ServerUuid | ServerUuid7):
+    if isinstance(strategy, ServerUuidFunction):
         server_default = type(strategy)()  # checked against the real column's type
     table = sa.Table(
         _ORDER_TABLE,
@@ -339,7 +339,7 @@ def _sorted_sample(ctx: _Context, key: _Key, real_type: Any) -> list[int]:
     )
     ctx.temporary.append(ctx.dialect.identifier_preparer.quote(_ORDER_TABLE))
     table.create(ctx.conn)
-    if isinstance(strategy, ServerUuid | ServerUuid7):
+    if isinstance(strategy, ServerUuidFunction):
         ctx.conn.execute(sa.insert(table), [{"n": n} for n in range(ORDER_SAMPLE)])
     else:
         mint = _minter(strategy, ctx.dialect)
@@ -707,7 +707,7 @@ def _past(largest: int | None) -> str:
 
 
 def _orders(strategy: object) -> bool:
-    return isinstance(strategy, CombGuidDefault | ServerUuid | ServerUuid7) or strategy is new_uuid7
+    return isinstance(strategy, CombGuidDefault | ServerUuidFunction) or strategy is new_uuid7
 
 
 def _minter(strategy: object, dialect: sa.Dialect) -> Callable[[], uuid.UUID]:

@@ -13,7 +13,6 @@ User guide: docs/choosing.md (Server-minted keys).
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,13 +20,11 @@ from sqlalchemy import event
 from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.functions import FunctionElement
 
 from ._dialect import dialect_key, facts
 from .dialects import server_named, server_version
 from .errors import UnsupportedServerFunctionError
-from .types import CombGuid
-from .uuid7_sql import ServerUuid7
+from .uuid7_sql import ServerUuid7, ServerUuidFunction
 
 __all__ = ["ServerUuid", "server_uuid"]
 
@@ -41,18 +38,23 @@ _CLIENT_SIDE = (
 )
 
 
-class ServerUuid(FunctionElement[uuid.UUID]):
+class ServerUuid(ServerUuidFunction):
     """The SQL expression :func:`server_uuid` returns; compiled per dialect.
+
+    Each column gets one of its own, which knows the column (the DDL checks
+    its storage).
 
     Example::
 
-        >>> isinstance(server_uuid(), ServerUuid)
+        >>> import sqlalchemy as sa
+        >>> from sqlalchemy_seqkeys import CombGuid
+        >>> column = sa.Column("id", CombGuid(), primary_key=True, server_default=server_uuid())
+        >>> column.server_default.arg.column is column
         True
     """
 
     name = "server_uuid"
-    type = CombGuid()
-    inherit_cache = True
+    inherit_cache = True  # read from each class itself
 
     def __init__(self) -> None:
         super().__init__()

@@ -30,25 +30,39 @@ _POSTGRESQL_MIN = (18,)
 _MARIADB_MIN = (11, 7)
 
 
-class ServerUuid7(FunctionElement[uuid.UUID]):
-    """The SQL expression :func:`server_uuid7` returns: the server's UUIDv7, compiled per dialect.
+class ServerUuidFunction(FunctionElement[uuid.UUID]):
+    """A UUID the server mints: the base of ``ServerUuid7`` and ``ServerUuid``.
 
-    It takes no arguments (``ServerUuid7(x)`` is a ``TypeError``); its type is
-    :class:`~sqlalchemy_seqkeys.CombGuid`, so a select gives back ``uuid.UUID``.
+    It takes no arguments (``ServerUuid7(x)`` is a ``TypeError``, not ignored);
+    its type is :class:`~sqlalchemy_seqkeys.CombGuid`, so a select gives back
+    ``uuid.UUID``. Each subclass compiles per dialect.
 
     Example::
 
-        >>> isinstance(server_uuid7(), ServerUuid7)
+        >>> isinstance(server_uuid7(), ServerUuidFunction)
         True
     """
 
-    name = "uuidv7"
     type = CombGuid()
     inherit_cache = True
 
     def __init__(self) -> None:
-        # the server's function takes no arguments: ServerUuid7(x) is a TypeError, not ignored
         super().__init__()
+
+
+class ServerUuid7(ServerUuidFunction):
+    """The SQL expression :func:`server_uuid7` returns: the server's UUIDv7, compiled per dialect.
+
+    Example (MariaDB spells it ``UUID_v7()``)::
+
+        >>> from sqlalchemy.dialects import mysql
+        >>> mariadb = mysql.dialect(is_mariadb=True)
+        >>> str(ServerUuid7().compile(dialect=mariadb))
+        'UUID_v7()'
+    """
+
+    name = "uuidv7"
+    inherit_cache = True  # read from each class itself
 
 
 def server_uuid7() -> ServerUuid7:
