@@ -39,15 +39,24 @@ class Periodic(Protocol):
         """Wait up to ``timeout`` seconds for a run under way to finish (sync only)."""
 
 
-class _ThreadPeriodic:
-    """The job on a daemon thread."""
+class _Scheduled:
+    """What both kinds hold: the job, how often it runs, and its name."""
 
-    __slots__ = ("__weakref__", "_interval", "_job", "_name", "_stopped", "_thread")
+    __slots__ = ("__weakref__", "_interval", "_job", "_name")
 
     def __init__(self, interval: float, job: Job, name: str) -> None:
         self._interval = interval
         self._job = job
         self._name = name
+
+
+class _ThreadPeriodic(_Scheduled):
+    """The job on a daemon thread."""
+
+    __slots__ = ("_stopped", "_thread")
+
+    def __init__(self, interval: float, job: Job, name: str) -> None:
+        super().__init__(interval, job, name)
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         _fork.register(self)
@@ -78,23 +87,14 @@ class _ThreadPeriodic:
         self._thread = None
 
 
-class _TaskPeriodic:
+class _TaskPeriodic(_Scheduled):
     """The job in SQLAlchemy's greenlet, from an asyncio task of ``loop``.
 
     ``on_cancel`` runs when the task is cancelled while not stopped: the loop
     is shutting down (``asyncio.run`` cancels every task).
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_interval",
-        "_job",
-        "_loop",
-        "_name",
-        "_on_cancel",
-        "_stopped",
-        "_task",
-    )
+    __slots__ = ("_loop", "_on_cancel", "_stopped", "_task")
 
     def __init__(
         self,
@@ -104,9 +104,7 @@ class _TaskPeriodic:
         loop: asyncio.AbstractEventLoop,
         on_cancel: Callable[[], Coroutine[Any, Any, None]] | None,
     ) -> None:
-        self._interval = interval
-        self._job = job
-        self._name = name
+        super().__init__(interval, job, name)
         self._loop = loop
         self._on_cancel = on_cancel
         self._stopped = False
