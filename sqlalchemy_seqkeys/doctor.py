@@ -237,8 +237,10 @@ class _Context:
                 transaction.rollback()
             # A temporary table outlives a rollback on MariaDB, and on SQLite
             # its DROP inside the transaction was rolled back with it.
+            # MySQL's DROP TABLE commits the caller's transaction: TEMPORARY does not
+            drop = "DROP TEMPORARY TABLE" if family(self.dialect) == "mysql" else "DROP TABLE"
             for table in self.temporary:
-                self.conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
+                self.conn.exec_driver_sql(f"{drop} IF EXISTS {table}")
                 if not in_transaction:  # never the caller's transaction
                     self.conn.commit()
             self.temporary.clear()
@@ -458,21 +460,38 @@ def _behind_native(ctx: _Context, key: _Key, pooled: PooledSequence) -> None:
     increment, cycles = found
     if increment != pooled.allocation_size or cycles:
         _report_increment(ctx, pooled, increment, cycles)
-    next_value = _native_next(ctx.conn, pooled.sequence, increment)
+    upcoming = _native_next(ctx.conn, pooled.sequence, increment)
     largest = ctx.largest(key)
-    if next_value is None:
+    if upcoming is None:
         ctx.add("behind", key.subject, SKIPPED, "the sequence's value cannot be read here")
         return
+    lowest, next_value = upcoming
     table = key.column.table
+    fix = (
+        f"resync_pooled_sequence(engine, {name!r}, {table.name!r}, "
+        f"{key.column.name!r}) (Python; moves it past MAX, never back)"
+    )
+    if lowest != next_value and largest is not None and lowest <= largest < next_value:
+        ctx.add(
+            "behind",
+            key.subject,
+            SKIPPED,
+            f"cannot tell: the server caches values of sequence {name!r}, so its next block "
+            f"starts somewhere from {lowest} to {next_value}, and the table holds keys up to "
+            f"{largest}; ALTER SEQUENCE {identifier_text(ctx.dialect, name, pooled.schema)} "
+            "NOCACHE makes this check exact",
+            fix=fix,
+            details={"next_value": next_value, "lowest_next_value": lowest, "max_key": largest},
+        )
+        return
     _report_behind(
         ctx,
         key,
         next_value,
         largest,
         problem=f"sequence {name!r} would start its next block at {next_value}",
-        fix=f"resync_pooled_sequence(engine, {name!r}, {table.name!r}, "
-        f"{key.column.name!r}) (Python; moves it past MAX, never back)",
-        ok=f"sequence {name!r} starts its next block at {next_value}",
+        fix=fix,
+        ok=f"sequence {name!r} starts its next block at {_range(lowest, next_value)}",
     )
 
 
@@ -702,6 +721,12 @@ def _counter_of(strategy: object) -> BitReversedSequence | TableSequence | sa.Se
     return None
 
 
+def _range(lowest: int, highest: int) -> str:
+    return (
+        str(highest) if lowest == highest else f"{lowest} to {highest} (the server caches values)"
+    )
+
+
 def _past(largest: int | None) -> str:
     return "the table has no rows yet" if largest is None else f"past the table's {largest}"
 
@@ -754,8 +779,10 @@ def _longest_increasing(values: list[int]) -> int:
     return len(tails)
 
 
-def _native_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int | None:
-    """The value the sequence's next ``nextval`` returns, read without calling it; None: unknown."""
+def _native_next(
+    conn: sa.Connection, sequence: sa.Sequence, increment: int
+) -> tuple[int, int] | None:
+    """The lowest and highest value the next ``nextval`` may return, read without calling it."""
     read = facts(conn.dialect).read_sequence_next
     return None if read is None else read(conn, sequence, increment)
 
@@ -768,6 +795,12 @@ def _check(conn: sa.Connection, metadata: sa.MetaData, url: str) -> DoctorReport
     if not isinstance(metadata, sa.MetaData):
         raise SeqKeysError(
             f"doctor() takes a MetaData (e.g. Base.metadata), not {type(metadata).__name__}"
+        )
+    if conn.in_transaction() and dialect_key(conn.dialect) == "spanner":
+        raise SeqKeysError(
+            "doctor() on Spanner takes an Engine or a Connection outside a transaction: "
+            "each check runs in a transaction it rolls back, and Spanner has no savepoints "
+            "to nest one in yours"
         )
     return _run(conn, metadata, url)
 

@@ -146,9 +146,10 @@ CatalogReader = Callable[["sa.Connection", "sa.Sequence"], "tuple[int, bool] | N
 ResyncBuilder = Callable[[SequenceResync], "list[sa.Executable]"]
 #: one statement that returns ``n`` values of a native sequence (a block of counters)
 BlockStatement = Callable[["sa.Sequence", int], "sa.Select[Any]"]
-#: the value a native sequence's next nextval returns (given its increment),
-#: read without calling it; None: not known
-NextValueReader = Callable[["sa.Connection", "sa.Sequence", int], "int | None"]
+#: the lowest and the highest value a native sequence's next nextval may return
+#: (given its increment), read without calling it: the same twice where the
+#: engine stores the next value, a range where the server caches values; None: not known
+NextValueReader = Callable[["sa.Connection", "sa.Sequence", int], "tuple[int, int] | None"]
 
 
 @dataclass(frozen=True, kw_only=True)

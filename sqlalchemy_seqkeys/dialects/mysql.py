@@ -45,17 +45,31 @@ def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool]
     return None if row is None else (int(row[0]), bool(row[1]))
 
 
-def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int | None:
-    """MariaDB: the next value not in the server's cache (the cache's values lie below it).
+def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> tuple[int, int] | None:
+    """MariaDB: the lowest and the highest value the next ``NEXTVAL`` may return.
+
+    The row holds ``next_not_cached_value``, the value after the server's cache
+    (``CACHE 1000`` unless the sequence says otherwise); the cache's values lie
+    below it and cannot be read. A sequence with ``NOCACHE`` gives one value twice.
 
     :param conn: a connection to the database; its ``schema_translate_map`` applies.
     :param sequence: the native sequence, as declared (``sa.Sequence``).
-    :param increment: the sequence's ``INCREMENT BY`` (not needed here: the row
-        holds the next value itself).
+    :param increment: the sequence's ``INCREMENT BY``, as its catalog says.
     """
-    relation = sa.table(sequence.name, sa.column("next_not_cached_value"), schema=sequence.schema)
-    value = conn.scalar(sa.select(relation.c.next_not_cached_value))
-    return None if value is None else int(value)
+    relation = sa.table(
+        sequence.name,
+        sa.column("next_not_cached_value"),
+        sa.column("cache_size"),
+        schema=sequence.schema,
+    )
+    row = conn.execute(sa.select(relation.c.next_not_cached_value, relation.c.cache_size)).first()
+    if row is None:
+        return None
+    after_cache, cached = int(row[0]), int(row[1])
+    # A refill at v hands out v and keeps v + increment ... up to after_cache
+    # (exclusive) in memory: the next value is at least v + increment.
+    lowest = after_cache - (cached - 1) * increment if cached > 1 else after_cache
+    return lowest, after_cache
 
 
 def sequence_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:

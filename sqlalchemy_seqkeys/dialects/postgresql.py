@@ -26,8 +26,8 @@ read_catalog = catalog_reader(
 )
 
 
-def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int | None:
-    """The value the next ``nextval`` of ``sequence`` returns, read without calling it.
+def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> tuple[int, int]:
+    """The value the next ``nextval`` of ``sequence`` returns (twice), read without calling it.
 
     :param conn: a connection to the database; its ``schema_translate_map`` applies.
     :param sequence: the native sequence, as declared (``sa.Sequence``).
@@ -37,7 +37,8 @@ def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> int
         sequence.name, sa.column("last_value"), sa.column("is_called"), schema=sequence.schema
     )
     row = conn.execute(sa.select(relation.c.last_value, relation.c.is_called)).one()
-    return int(row[0]) + increment if row[1] else int(row[0])
+    upcoming = int(row[0]) + increment if row[1] else int(row[0])
+    return upcoming, upcoming
 
 
 def sequence_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:

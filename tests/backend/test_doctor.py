@@ -29,6 +29,7 @@ from sqlalchemy_seqkeys import (
     CombGuid,
     DoctorReport,
     PooledSequence,
+    SeqKeysError,
     TableSequence,
     doctor,
     doctor_async,
@@ -458,3 +459,50 @@ def test_a_sequences_table_of_version_0_1(engines: Any) -> None:
     assert ("schema", "table sequences") in problems(report)
     fixes = {f.fix for f in report.problems}
     assert "in a migration: op.make_sequence_names_case_sensitive('sequences')" in fixes
+
+
+def test_a_cached_mariadb_sequence_is_never_called_ahead_of_an_import(engines: Any) -> None:
+    """MariaDB caches 1,000 values of a sequence: its row holds the value after the cache.
+
+    After one block was taken and rows were imported with keys inside the cache,
+    the next block would collide; doctor must not report the sequence ahead.
+    """
+    with engines.fresh_database("mysql", "doctor") as url:
+        engine = sa.create_engine(url)
+        try:
+            models = make_models()
+            create(engine, models)  # the first block: 1 to 10; the row says 10001
+            with engine.begin() as conn:
+                conn.execute(sa.insert(models.items), [{"id": i} for i in range(100, 5001)])
+            found = {(f.check, f.subject): f for f in doctor(engine, models.metadata).findings}
+            behind = found[("behind", "doc_items.id")]
+            assert behind.status == "skipped", behind
+            assert "11" in behind.message and "10001" in behind.message, behind.message
+            with engine.begin() as conn:  # the block the next process takes collides
+                assert conn.scalar(sa.text("SELECT NEXTVAL(doc_item_id)")) == 11
+        finally:
+            engine.dispose()
+
+
+def test_doctor_in_the_callers_transaction_leaves_it_to_the_caller(
+    fresh: tuple[Engine, str],
+) -> None:
+    """doctor(conn) in an open transaction: the caller's rollback still undoes its insert.
+
+    Spanner has no savepoints to nest the checks in: a clear error there.
+    """
+    engine, _ = fresh
+    models = make_models()
+    create(engine, models)
+    before = counts(engine, models)
+    with engine.connect() as conn:
+        conn.begin()
+        conn.execute(sa.insert(models.orders))
+        if engine.dialect.name.startswith("spanner"):
+            with pytest.raises(SeqKeysError, match="Spanner has no savepoints"):
+                doctor(conn, models.metadata)
+        else:
+            doctor(conn, models.metadata)  # its order check makes and drops a temporary table
+        assert conn.in_transaction()
+        conn.rollback()
+    assert counts(engine, models) == before
