@@ -385,6 +385,7 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
         super().__init__(self.sequence, skip_range=skip_range)
         #: per pool and tenant, with batch_size > 1; None without native sequences
         self._blocks = BlockStore(_new_block)
+        self._hold_blocks()
         if metadata is not None:
             self.attach(metadata)
 

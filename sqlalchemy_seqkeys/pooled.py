@@ -188,6 +188,7 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
         self._select_next = sa.select(self.sequence.next_value())
         #: per pool and tenant; None where the engine has no such sequence
         self._blocks = BlockStore(_new_blocks)
+        self._hold_blocks()
         #: where an executemany keeps the keys its later rows take (on its context)
         self._rows: RowsAhead[int] = RowsAhead(f"pooled_{id(self):x}")
         if metadata is not None:

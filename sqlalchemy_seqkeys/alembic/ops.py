@@ -30,11 +30,14 @@ from sqlalchemy_seqkeys.sequences.resync import check_source_names, resync_state
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
     NAME_LENGTH,
+    block_holders,
     check_exact_names,
     forget_exact_names,
     name_type,
+    native_key,
     read_next_value,
     received,
+    row_key,
     sequences_table,
 )
 from sqlalchemy_seqkeys.sequences.table import (
@@ -214,6 +217,7 @@ def _insert_row(operations: Operations, table: str, name: str, start: int) -> No
         received.forget(conn, table, name)  # a sequence created anew
     t = sequences_table(sa.MetaData(), table)
     operations.execute(sa.insert(t).values(name=name, next_value=start))
+    block_holders.forget(row_key(table, name))  # blocks this process holds of a former row
 
 
 def _delete_row(operations: Operations, table: str, name: str) -> None:
@@ -226,6 +230,7 @@ def _delete_row(operations: Operations, table: str, name: str) -> None:
         )
     t = sequences_table(sa.MetaData(), table)
     operations.execute(sa.delete(t).where(t.c.name == name))
+    block_holders.forget(row_key(table, name))
 
 
 def _check_start(start: object, what: str) -> int:
@@ -455,6 +460,7 @@ def create_sequence(operations: Operations, operation: _SequenceOp) -> None:
     if conn is not None and sa.inspect(conn).has_sequence(sequence.name, sequence.schema):
         raise MigrationError(f"a sequence {operation.name!r} already exists; nothing was created")
     operations.execute(CreateSequence(sequence))
+    block_holders.forget(native_key(sequence))  # blocks this process holds of a former one
 
 
 def drop_sequence(operations: Operations, operation: _SequenceOp) -> None:
@@ -470,6 +476,7 @@ def drop_sequence(operations: Operations, operation: _SequenceOp) -> None:
             f"there is no sequence {operation.name!r}, so there is nothing to drop"
         )
     operations.execute(DropSequence(sequence))
+    block_holders.forget(native_key(sequence))
 
 
 @dataclass(eq=False)

@@ -23,7 +23,7 @@ from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_name
 from sqlalchemy_seqkeys.errors import SeqKeysError, SequenceExistsError, SequenceNotFoundError
 
 from . import _aio
-from .table import drop_table_sequence, sequences_table
+from .table import block_holders, drop_table_sequence, native_key, sequences_table
 
 if TYPE_CHECKING:
     from sqlalchemy.engine.default import DefaultExecutionContext
@@ -135,6 +135,7 @@ def create_native(
             "checkfirst=True to make this a no-op"
         )
     create_native_sequence(conn, sequence, checkfirst=False, error=error)
+    block_holders.forget(native_key(sequence))  # every instance of it in this process
     return True
 
 
@@ -148,6 +149,7 @@ def drop_native(conn: sa.Connection, sequence: sa.Sequence, *, checkfirst: bool)
             "this a no-op"
         )
     sequence.drop(conn, checkfirst=False)
+    block_holders.forget(native_key(sequence))
     return True
 
 
@@ -313,6 +315,15 @@ class NativeOrRowSequence(SequenceContract):
 
     def _forget_all(self) -> None:
         raise NotImplementedError
+
+    def _hold_blocks(self) -> None:
+        """Once ``sequence`` is set: forget the blocks when it is created or dropped anew,
+        through any instance of it or a migration in this process."""
+        block_holders.add(self, native_key(self.sequence))
+
+    def forget_blocks(self) -> None:
+        """Forget every block held (``block_holders``): the sequence was created anew."""
+        self._forget_all()
 
     def _create_attached(self, conn: sa.Connection, made: set[str], *, checkfirst: bool) -> None:
         if self._native(conn.dialect):

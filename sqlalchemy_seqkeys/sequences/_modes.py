@@ -21,7 +21,7 @@ from sqlalchemy_seqkeys.errors import SequenceMovedBackwardsError
 from . import _lane
 from ._allocator import Block, Blocks, BlockStore, Waits, range_block, values_block
 from ._retry import error_in_callers_transaction, retrying
-from .table import allocate, block_holders, received, tenant_of
+from .table import allocate, block_holders, received, row_key, tenant_of
 
 __all__ = ["BlockModes", "RowAllocations", "allocation_engine", "must_stay_on"]
 
@@ -176,7 +176,7 @@ class BlockModes(RowAllocations):
         self.blocks: BlockStore[Blocks] = BlockStore(self._new_blocks)
         self.lane_blocks: BlockStore[Blocks] = BlockStore(self._new_lane_blocks)
         self.waits = Waits(name, refill_timeout)
-        block_holders.add(self)  # a row created or dropped anew: forget_blocks()
+        block_holders.add(self, row_key(table, name))  # created anew: forget_blocks()
 
     def forget_blocks(self) -> None:
         """Drop every block held: the row was created or dropped anew through this library."""

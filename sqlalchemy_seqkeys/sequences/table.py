@@ -341,28 +341,42 @@ received = _Received()
 
 
 class _BlockHolders(_Registry):
-    """What holds blocks of sequence rows in memory (``_modes.BlockModes``, by weak reference).
+    """What holds blocks of a sequence in memory, by weak reference, keyed by the sequence.
 
-    A row created or dropped through this library makes them forget their blocks of it
-    (:meth:`forget`): a sequence created anew never hands out a value of its former
-    self's blocks, which the new row hands out again.
+    A sequence created or dropped through this library (a row of a sequences table:
+    :func:`row_key`; a native sequence: :func:`native_key`) makes every holder of
+    it forget its blocks (:meth:`forget`): a sequence created anew never hands out
+    a value of its former self's blocks, which the new sequence hands out again.
+    A key leaves out the tenant: a tenant's sequence created anew makes every
+    tenant's holders forget, which costs a block and never repeats a key.
     """
 
     def __init__(self) -> None:
         super().__init__()
-        self._holders: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._holders: weakref.WeakKeyDictionary[Any, tuple[object, ...]]
+        self._holders = weakref.WeakKeyDictionary()
 
-    def add(self, holder: Any) -> None:
-        """Keep ``holder`` (with ``name``, ``table`` and ``forget_blocks()``) while it lives."""
+    def add(self, holder: Any, key: tuple[object, ...]) -> None:
+        """Keep ``holder`` (it has ``forget_blocks()``) of sequence ``key`` while it lives."""
         with self._lock:
-            self._holders.add(holder)
+            self._holders[holder] = key
 
-    def forget(self, table: str, name: str) -> None:
-        """Every holder of sequence ``name`` in ``table`` forgets the blocks it holds."""
+    def forget(self, key: tuple[object, ...]) -> None:
+        """Every holder of sequence ``key`` forgets the blocks it holds."""
         with self._lock:
-            matching = [h for h in self._holders if h.table == table and h.name == name]
+            matching = [h for h, k in self._holders.items() if k == key]
         for holder in matching:
             holder.forget_blocks()
+
+
+def row_key(table: str, name: str) -> tuple[object, ...]:
+    """The :data:`block_holders` key of row ``name`` of sequences table ``table``."""
+    return ("row", table, name)
+
+
+def native_key(sequence: sa.Sequence) -> tuple[object, ...]:
+    """The :data:`block_holders` key of a native sequence, as declared."""
+    return ("native", sequence.schema, sequence.name)
 
 
 block_holders = _BlockHolders()
@@ -507,8 +521,9 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
         with engine.begin() as conn:
             first = allocate(conn, "invoice_id", 200)
     """
-    if n < 1:
-        raise InvalidSequenceError(f"cannot allocate {n} values; ask for at least 1")
+    check_int(n, "n", InvalidSequenceError, min=1, max=MAX_VALUE)
+    if name.__class__ is not str:
+        check_name(name)  # says what is wrong
     params: dict[str, object] = {"seq_name": name, "n": n, "ceiling": MAX_VALUE - n}
     # a name the engine would cut short could be another table's (cached, no I/O)
     check_identifier(conn.dialect, table, "sequences table name", InvalidSequenceError)
@@ -633,7 +648,7 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: 
         raise
     if created:
         received.forget(conn, table, name)
-        block_holders.forget(table, name)
+        block_holders.forget(row_key(table, name))
     if not created and not checkfirst:
         raise SequenceExistsError(
             f"sequence {name!r} already exists in table {table!r}; it was left as it is. "
@@ -683,7 +698,7 @@ def _drop(conn: sa.Connection, name: str, table: str, checkfirst: bool) -> bool:
         raise
     dropped = result.rowcount == 1
     if dropped:
-        block_holders.forget(table, name)
+        block_holders.forget(row_key(table, name))
     if not dropped and not checkfirst:
         raise SequenceNotFoundError(
             f"sequence {name!r} does not exist in table {table!r}, so there is nothing to drop. "

@@ -16,10 +16,15 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from alembic.migration import MigrationContext
+from alembic.operations import Operations
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+import sqlalchemy_seqkeys.alembic  # noqa: F401 - registers op.create_table_sequence and the rest
 from sqlalchemy_seqkeys import (
+    BitReversedSequence,
+    InvalidSequenceError,
     PooledSequence,
     SequenceExhaustedError,
     SequenceExistsError,
@@ -31,6 +36,7 @@ from sqlalchemy_seqkeys import (
     drop_table_sequence,
     sequences_table,
 )
+from sqlalchemy_seqkeys.sequences import allocate
 from sqlalchemy_seqkeys.sequences._allocator import refills
 from sqlalchemy_seqkeys.sequences.table import MAX_VALUE, read_next_value
 from tests._helpers import fresh_table, fresh_tables, in_forked_child
@@ -514,6 +520,20 @@ def test_the_keywords_of_0_1_are_gone(seq_engine: Engine) -> None:
     assert sequence.drop(seq_engine, checkfirst=True) is True
 
 
+@pytest.mark.parametrize("n", [1.5, True, 0, -1, 2**63, "3", None])
+def test_allocate_refuses_a_count_that_is_not_a_whole_number_of_values(
+    seq_engine: Engine, n: object
+) -> None:
+    # 1.5 used to return 0.5 and store 2.5 as SQLite's next value; True took a value
+    create_table_sequence(seq_engine, "alloc_args", start=7)
+    with seq_engine.begin() as conn, pytest.raises(InvalidSequenceError, match="n must be"):
+        allocate(conn, "alloc_args", n)  # type: ignore[arg-type]
+    with seq_engine.begin() as conn, pytest.raises(InvalidSequenceError):
+        allocate(conn, 5, 1)  # type: ignore[arg-type]
+    with seq_engine.connect() as conn:
+        assert read_next_value(conn, "alloc_args") == 7  # nothing was taken
+
+
 def _rows_keyed_by(sequence: object, name: str, metadata: sa.MetaData) -> sa.Table:
     """A table ``name`` whose BIGINT key ``id`` takes ``sequence``'s values, and a column ``n``."""
     return sa.Table(
@@ -524,7 +544,7 @@ def _rows_keyed_by(sequence: object, name: str, metadata: sa.MetaData) -> sa.Tab
     )
 
 
-@pytest.mark.parametrize("path", ["object", "functions"])
+@pytest.mark.parametrize("path", ["object", "functions", "alembic"])
 @pytest.mark.parametrize("mode", ["batch", "async_batch"])
 def test_a_sequence_created_anew_never_hands_out_its_former_blocks(
     seq_engine: Engine, mode: str, path: str
@@ -542,14 +562,65 @@ def test_a_sequence_created_anew_never_hands_out_its_former_blocks(
         if path == "object":
             assert sequence.drop(seq_engine) is True
             assert sequence.create(seq_engine) is True
-        else:  # the row through the functions: the sequence object is not told directly
+        elif path == "functions":  # the sequence object is not told directly
             assert drop_table_sequence(seq_engine, name) is True
             assert create_table_sequence(seq_engine, name) is True
+        else:  # a migration run in this process (tests, an app that migrates at startup)
+            with seq_engine.begin() as conn:
+                op = Operations(MigrationContext.configure(conn))
+                op.drop_table_sequence(name)
+                op.create_table_sequence(name)
         with seq_engine.begin() as conn:
             conn.execute(sa.delete(rows).where(sa.true()))
             conn.execute(rows.insert(), [{"n": n} for n in range(12)])
             ids = sorted(conn.scalars(sa.select(rows.c.id)))
         assert ids == list(range(1, 13)), "a value of the former row's block came back"
+
+
+def _second_instance_recreates(sequence: Any, engine: Engine) -> None:
+    assert sequence.drop(engine) is True
+    assert sequence.create(engine) is True
+
+
+def _migration_recreates(sequence: Any, engine: Engine) -> None:
+    with engine.begin() as conn:
+        op = Operations(MigrationContext.configure(conn))
+        if isinstance(sequence, PooledSequence):
+            op.drop_pooled_sequence(sequence.name, sequence.allocation_size)
+            op.create_pooled_sequence(sequence.name, sequence.allocation_size)
+        else:
+            op.drop_bit_reversed_sequence(sequence.name)
+            op.create_bit_reversed_sequence(sequence.name)
+
+
+@pytest.mark.parametrize("recreate", [_second_instance_recreates, _migration_recreates])
+@pytest.mark.parametrize("kind", ["PooledSequence", "BitReversedSequence"])
+def test_a_native_sequence_created_anew_elsewhere_in_the_process(
+    seq_engine: Engine, kind: str, recreate: Any
+) -> None:
+    # the application's instance holds a block; another instance of the same
+    # sequence (an admin task, a migration at startup) drops and creates it: the
+    # application must not hand out the rest of its block, which the new
+    # sequence hands out again
+    name = f"seqkeys_anew_{kind.lower()}"
+    app: PooledSequence | BitReversedSequence
+    if kind == "PooledSequence":
+        app, other = PooledSequence(name, batch_size=10), PooledSequence(name, batch_size=10)
+    else:
+        app = BitReversedSequence(name, batch_size=10)
+        other = BitReversedSequence(name, batch_size=10)
+    other.drop(seq_engine, checkfirst=True)
+    other.create(seq_engine)
+    try:
+        before = [app.next_value(seq_engine) for _ in range(2)]
+        recreate(other, seq_engine)
+        after = [app.next_value(seq_engine) for _ in range(3)]
+        theirs = [other.next_value(seq_engine) for _ in range(3)]
+        values = before + after + theirs
+        assert len(set(after + theirs)) == len(after + theirs), (before, after, theirs)
+        assert len(values) == 8
+    finally:
+        other.drop(seq_engine, checkfirst=True)
 
 
 @pytest.mark.parametrize("kind", ["TableSequence", "PooledSequence"])
