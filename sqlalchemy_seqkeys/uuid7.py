@@ -1,10 +1,11 @@
 """UUIDv7 minted on the client, value for value as Python 3.14's ``uuid.uuid7()``.
 
 :func:`new_uuid7` is the column default; :func:`uuid7_timestamp` reads a
-value's millisecond back. The layout, the counter's rules (CPython's, also
-for a clock that steps back), thread and fork safety, and how these keys sort
-beside the server's (:func:`~sqlalchemy_seqkeys.server_uuid7`) are on the doc
-page: docs/strategies/comb-uuid7.md, section "UUIDv7".
+value's millisecond back. The layout, the counter's rules (CPython's, but RFC
+9562's for a clock that steps back: the timestamp holds, it does not run
+ahead), thread and fork safety, and how these keys sort beside the server's
+(:func:`~sqlalchemy_seqkeys.server_uuid7`) are on the doc page:
+docs/strategies/comb-uuid7.md, section "UUIDv7".
 """
 
 from __future__ import annotations
@@ -51,7 +52,10 @@ class _Uuid7Generator:
     read ``block`` at a time and consumed in order, 10 per re-seed and 4 per
     further value, exactly as CPython calls ``os.urandom(10)`` and
     ``os.urandom(4)``: with the same byte stream, the same clock readings and
-    the same starting state, :meth:`mint` returns CPython's values.
+    the same starting state, :meth:`mint` returns CPython's values. The one
+    difference: while the clock reads a millisecond earlier than the last
+    value's, a value keeps that millisecond and counts on (RFC 9562 section
+    6.2), where CPython's moves 1 ms further ahead for each value.
 
     Example::
 
@@ -100,7 +104,7 @@ class _Uuid7Generator:
         if not _fork._marker[0]:
             _fork.forked()
         # The clock is read under the lock: a reading older than another
-        # thread's value would look like a clock stepping back.
+        # thread's value would look like a clock stepping back (and be held).
         with self._lock:
             value = self._step(self._clock_ns() // 1_000_000)
         u: uuid.UUID = _object_new(_UUID)
@@ -125,15 +129,18 @@ class _Uuid7Generator:
         return _uuids_from_ints(values)
 
     def _step(self, ms: int) -> int:
-        """One value of CPython's ``uuid7()`` for a clock reading; the caller holds the lock."""
+        """One value for a clock reading (CPython's ``uuid7()`` unless behind); hold the lock."""
         last_ms = self._last_ms
         # A new millisecond, or a used-up counter, seeds the counter afresh;
-        # else the counter goes up by one.
+        # else the counter goes up by one. A clock behind the last value keeps
+        # its millisecond (RFC 9562 section 6.2; CPython moves 1 ms further
+        # ahead for each value, python/cpython#138862). Only a used-up counter
+        # (2**41 values at least, or a forked child's first value) moves the
+        # timestamp past the latest clock reading, by 1 ms.
         if ms > last_ms:
             seed = True
         else:
-            if ms < last_ms:  # the clock is behind: 1 ms past the last value (CPython's rule)
-                ms = last_ms + 1
+            ms = last_ms
             c = self._counter + 1
             seed = c > _COUNTER_MAX
             if seed:
@@ -193,7 +200,9 @@ def new_uuid7() -> uuid.UUID:
 
     48-bit Unix milliseconds, a 42-bit counter re-seeded each millisecond (top
     bit clear) and incremented within it, and 32 fresh random bits; values
-    minted by one process strictly increase. Thread-safe and fork-safe. Use it
+    minted by one process strictly increase. A clock that steps back holds the
+    timestamp at the last value's millisecond until it catches up (RFC 9562
+    section 6.2). Thread-safe and fork-safe. Use it
     as a column default: ``mapped_column(CombGuid(), primary_key=True,
     default=new_uuid7)``. It takes no arguments.
 

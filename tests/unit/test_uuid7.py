@@ -1,4 +1,5 @@
-"""new_uuid7: CPython 3.14's uuid.uuid7() value for value, threads, fork, uuid7_timestamp."""
+"""new_uuid7: CPython 3.14's uuid.uuid7() value for value while the clock does not step back,
+RFC 9562's held timestamp while it is behind, threads, fork, uuid7_timestamp."""
 
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ class CPythonUuid7:
         self._last_timestamp_v7: int | None = None
         self._last_counter_v7 = 0  # 42-bit counter
 
+    #: how far past the last value's millisecond a clock behind it puts the next value
+    behind_step = 1
+
     def _uuid7_get_counter_and_tail(self) -> tuple[int, int]:
         rand = int.from_bytes(self.urandom(10), "big")
         # 42-bit counter with MSB set to 0
@@ -67,7 +71,7 @@ class CPythonUuid7:
             counter, tail = self._uuid7_get_counter_and_tail()
         else:
             if timestamp_ms < self._last_timestamp_v7:
-                timestamp_ms = self._last_timestamp_v7 + 1
+                timestamp_ms = self._last_timestamp_v7 + self.behind_step
             # advance the 42-bit counter
             counter = self._last_counter_v7 + 1
             if counter > 0x3FF_FFFF_FFFF:
@@ -101,6 +105,18 @@ class CPythonUuid7:
         return res
 
 
+class HeldUuid7(CPythonUuid7):
+    """CPython's uuid7() with RFC 9562 section 6.2's rule for a clock behind the last value.
+
+    The one difference: while the clock reads an earlier millisecond than the
+    last value's, the value keeps that millisecond and its counter goes up by
+    one (CPython moves it 1 ms further ahead each time, python/cpython#138862).
+    Only a counter past 2**42 - 1 moves the timestamp on, by 1 ms.
+    """
+
+    behind_step = 0
+
+
 def clock_of(readings_ms: list[float]) -> Callable[[], int]:
     it = iter(readings_ms)
     return lambda: int(next(it) * 1_000_000)
@@ -117,22 +133,42 @@ READINGS = (
 )
 
 
-def both(readings: list[float], seed: bytes = b"vectors") -> tuple[_Uuid7Generator, CPythonUuid7]:
+def both(
+    readings: list[float], seed: bytes = b"vectors", reference_class: type[CPythonUuid7] = HeldUuid7
+) -> tuple[_Uuid7Generator, CPythonUuid7]:
     ms = [T0_MS + r for r in readings]
     ours = _Uuid7Generator(clock_ns=clock_of(ms), randbytes=ByteStream(seed).read, block=64)
-    reference = CPythonUuid7(clock_of(ms), ByteStream(seed).read)
+    reference = reference_class(clock_of(ms), ByteStream(seed).read)
     return ours, reference
 
 
-def test_values_equal_cpython_314_value_by_value() -> None:
+def stamp(u: uuid.UUID) -> int:
+    return u.int >> 80
+
+
+def ms_of(reading: float) -> int:
+    """The millisecond clock_of gives for a reading (ms after T0)."""
+    return int((T0_MS + reading) * 1_000_000) // 1_000_000
+
+
+def test_values_equal_cpython_314_while_the_clock_does_not_step_back() -> None:
+    readings = [r for i, r in enumerate(READINGS) if r >= max(READINGS[: i + 1])]
+    ours, reference = both(readings, reference_class=CPythonUuid7)
+    got = [ours.mint() for _ in readings]
+    assert got == [reference.uuid7() for _ in readings]
+    assert any(a == b for a, b in itertools.pairwise(map(stamp, got)))  # same-ms runs
+    assert got == sorted(got)
+
+
+def test_values_follow_rfc9562_while_the_clock_is_behind() -> None:
     ours, reference = both(READINGS)
     got = [ours.mint() for _ in READINGS]
-    expected = [reference.uuid7() for _ in READINGS]
-    assert got == expected
-    # the run covers what it claims: same-ms runs, a clock behind, fresh ms
-    stamps = [u.int >> 80 for u in got]
-    assert any(a == b for a, b in itertools.pairwise(stamps))
-    assert stamps[11] == T0_MS + 9  # the clock read T0+3 after T0+8: last + 1
+    assert got == [reference.uuid7() for _ in READINGS]
+    stamps = list(map(stamp, got))
+    # the clock read T0+3 after T0+8: the values keep T0+8 (CPython's rule gave
+    # T0+9, T0+10, ...) until the clock passes it at T0+9
+    assert stamps[10:19] == [T0_MS + 8] * 9
+    assert stamps[19] == T0_MS + 9
     assert got == sorted(got)
     assert len(set(got)) == len(got)
 
@@ -141,30 +177,74 @@ def test_values_equal_cpython_314_value_by_value() -> None:
 def test_any_block_size_consumes_the_stream_like_cpython(block: int) -> None:
     ms = [T0_MS + r for r in READINGS]
     ours = _Uuid7Generator(clock_ns=clock_of(ms), randbytes=ByteStream(b"b").read, block=block)
-    reference = CPythonUuid7(clock_of(ms), ByteStream(b"b").read)
+    reference = HeldUuid7(clock_of(ms), ByteStream(b"b").read)
     assert [ours.mint() for _ in READINGS] == [reference.uuid7() for _ in READINGS]
 
 
-def test_counter_overflow_follows_cpython() -> None:
+def test_a_clock_behind_holds_the_timestamp_however_many_values() -> None:
+    """5 ms back, then 50,000 values over 10 ms of clock (5,000 a ms): no runaway.
+
+    CPython's rule (last + 1 ms for each value while behind) put the last of
+    them 50 s ahead of the clock; RFC 9562 keeps the last millisecond and
+    counts, so a timestamp never passes the latest clock reading.
+    """
+    ns = [(T0_MS + 10) * 1_000_000] + [(T0_MS + 5) * 1_000_000 + 200 * i for i in range(50_000)]
+    ours = _Uuid7Generator(clock_ns=iter(ns).__next__)
+    got = [ours.mint() for _ in ns]
+    stamps = list(map(stamp, got))
+    assert stamps == list(itertools.accumulate((n // 1_000_000 for n in ns), max))
+    assert stamps[1:25_001] == [T0_MS + 10] * 25_000  # held while the clock is behind
+    assert stamps[-1] == T0_MS + 14  # then the values follow the clock again
+    assert all(a < b for a, b in itertools.pairwise(got))
+
+
+def test_many_at_once_hold_the_timestamp_while_the_clock_is_behind() -> None:
+    ours = _Uuid7Generator(clock_ns=clock_of([T0_MS + 10] + [T0_MS + 5] * 10))
+    got = [ours.mint(), *ours.mint_many(5_000)]  # 5 lock chunks, one reading each
+    assert {stamp(u) for u in got} == {T0_MS + 10}
+    assert all(a < b for a, b in itertools.pairwise(got))
+
+
+def test_counter_overflow_moves_the_timestamp_one_ms_ahead() -> None:
     # 2**41 values in one millisecond cannot be minted in a test: start both
     # generators from the same state two values before the counter's end.
-    readings = [5, 5, 5, 5, 4, 6]
+    readings = [5, 5, 5, 5, 4, 6, 7]
     ours, reference = both(readings, seed=b"overflow")
     start = (T0_MS + 5, 0x3FF_FFFF_FFFE)
     ours.state = start
     reference._last_timestamp_v7, reference._last_counter_v7 = start
     got = [ours.mint() for _ in readings]
     assert got == [reference.uuid7() for _ in readings]
-    # 0x3ff_ffff_ffff is used, then the timestamp moves 1 ms ahead with a fresh counter
-    assert (got[0].int >> 80, got[1].int >> 80) == (T0_MS + 5, T0_MS + 6)
+    # 0x3ff_ffff_ffff is used, then the timestamp moves 1 ms ahead with a fresh
+    # counter, and stays there while the clock is behind it
+    stamps = list(map(stamp, got))
+    assert stamps == [T0_MS + 5] + [T0_MS + 6] * 5 + [T0_MS + 7]
+    assert ours.state[1] < 1 << 41  # fresh at T0+7
     assert got == sorted(got)
+
+
+def test_counter_overflow_while_the_clock_is_behind() -> None:
+    # the clock stepped back 100 ms; the counter runs out twice: 1 ms ahead each time
+    ours, reference = both([0] * 8, seed=b"overflow-behind")
+    ours.state = (T0_MS + 100, 0x3FF_FFFF_FFFE)
+    reference._last_timestamp_v7, reference._last_counter_v7 = ours.state
+    got = [ours.mint() for _ in range(3)]
+    assert got == [reference.uuid7() for _ in range(3)]
+    assert list(map(stamp, got)) == [T0_MS + 100, T0_MS + 101, T0_MS + 101]
+    ours.state = (T0_MS + 101, 0x3FF_FFFF_FFFF)  # run out again
+    reference._last_counter_v7 = 0x3FF_FFFF_FFFF
+    more = [ours.mint() for _ in range(5)]
+    assert more == [reference.uuid7() for _ in range(5)]
+    assert list(map(stamp, more)) == [T0_MS + 102] * 5
+    got += more
+    assert all(a < b for a, b in itertools.pairwise(got))
 
 
 @given(
     steps=st.lists(st.integers(min_value=-3_000, max_value=3_000), min_size=1, max_size=60),
     seed=st.binary(min_size=1, max_size=8),
 )
-def test_any_clock_walk_matches_cpython(steps: list[int], seed: bytes) -> None:
+def test_any_clock_walk_follows_rfc9562(steps: list[int], seed: bytes) -> None:
     # clock readings in microseconds: forward, still, and backward steps
     readings, t = [], 0.0
     for step in steps:
@@ -173,7 +253,19 @@ def test_any_clock_walk_matches_cpython(steps: list[int], seed: bytes) -> None:
     ours, reference = both(readings, seed)
     got = [ours.mint() for _ in readings]
     assert got == [reference.uuid7() for _ in readings]
-    assert got == sorted(got)
+    assert all(a < b for a, b in itertools.pairwise(got))
+    # the latest clock reading: never ahead of it (no counter ran out here)
+    assert list(map(stamp, got)) == list(itertools.accumulate(map(ms_of, readings), max))
+
+
+@given(
+    steps=st.lists(st.integers(min_value=0, max_value=3_000), min_size=1, max_size=60),
+    seed=st.binary(min_size=1, max_size=8),
+)
+def test_any_clock_that_does_not_step_back_matches_cpython(steps: list[int], seed: bytes) -> None:
+    readings = list(itertools.accumulate(s / 1000 for s in steps))
+    ours, reference = both(readings, seed, reference_class=CPythonUuid7)
+    assert [ours.mint() for _ in readings] == [reference.uuid7() for _ in readings]
 
 
 @pytest.mark.parametrize(
@@ -182,27 +274,29 @@ def test_any_clock_walk_matches_cpython(steps: list[int], seed: bytes) -> None:
     ids=["fresh-ms", "same-ms", "clock-behind", "across-lock-chunks"],
 )
 def test_many_at_once_equal_cpython_at_one_clock_reading(first: float, now: float, k: int) -> None:
-    """An executemany's values (mint_many) are CPython's values for one clock reading."""
+    """An executemany's values (mint_many) are those of one clock reading, one by one."""
     ours = _Uuid7Generator(
         clock_ns=clock_of([T0_MS + first] + [T0_MS + now] * 3),  # one reading per lock chunk
         randbytes=ByteStream(b"many").read,
         block=64,
     )
     readings = [T0_MS + first] + [T0_MS + now] * k
-    reference = CPythonUuid7(clock_of(readings), ByteStream(b"many").read)
+    reference = HeldUuid7(clock_of(readings), ByteStream(b"many").read)
     got = [ours.mint(), *ours.mint_many(k)]
     assert got == [reference.uuid7() for _ in range(k + 1)]
     assert got == sorted(got)
+    assert {stamp(u) for u in got[1:]} == {T0_MS + max(first, int(now))}  # held, if behind
 
 
-def test_many_at_once_follow_cpython_through_a_counter_overflow() -> None:
+def test_many_at_once_go_through_a_counter_overflow() -> None:
     ours, reference = both([5] * 6, seed=b"overflow")
     start = (T0_MS + 5, 0x3FF_FFFF_FFFD)
     ours.state = start
     reference._last_timestamp_v7, reference._last_counter_v7 = start
     got = ours.mint_many(6)
     assert got == [reference.uuid7() for _ in range(6)]
-    assert got[2].int >> 80 == T0_MS + 6  # the counter ran out: the next millisecond
+    # the counter ran out: the next millisecond, held while the clock reads T0+5
+    assert list(map(stamp, got)) == [T0_MS + 5] * 2 + [T0_MS + 6] * 4
 
 
 def test_layout_fields() -> None:
@@ -266,9 +360,8 @@ def test_threads_share_one_strictly_increasing_sequence() -> None:
 
 
 def test_threads_do_not_push_timestamps_ahead_of_the_clock() -> None:
-    # CPython's rule for a clock behind the last value (last + 1 ms) must only
-    # fire when the clock steps back, not when a thread's clock reading is
-    # older than another thread's value: the clock is read under the lock.
+    # Each value's timestamp is the clock reading taken under the lock (or a
+    # later one another thread took): never ahead of the clock.
     g = _Uuid7Generator()
     results = in_threads(g.mint, 4, 20_000)
     now_ms = time.time_ns() // 1_000_000
