@@ -15,6 +15,8 @@ from __future__ import annotations
 import bisect
 import functools
 import json
+import re
+import shlex
 import time
 import uuid
 from collections.abc import Callable
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ._columns import declared_default
+from ._columns import _bigint_problem, _u64_problem, declared_default
 from ._dialect import (
     dialect_key,
     facts,
@@ -38,7 +40,7 @@ from .errors import SeqKeysError, SequencesTableNotFoundError
 from .pooled import PooledSequence
 from .sequences import TableSequence
 from .sequences.table import inexact_collation, read_next_value
-from .server_keys import ServerUuid
+from .server_keys import ServerUuid, server_uuid
 from .snowflake import Snowflake
 from .types import CombGuidDefault
 from .uuid7 import new_uuid7
@@ -218,6 +220,10 @@ class _Context:
         #: quoted names of the temporary tables to drop after the check's transaction
         self.temporary: list[str] = []
         self.keys = _keys(metadata)
+        #: the URL's password is hidden in ``url``: commands print a placeholder for it
+        self.url_has_password = conn.engine.url.password is not None
+        #: key subjects whose MAX() means nothing (text keys, no table): why
+        self.no_max: dict[str, str] = {}
 
     def add(self, check: str, subject: str, status: str, message: str, **kw: Any) -> None:
         finding = DoctorFinding(check, subject, status, message, **kw)
@@ -269,6 +275,9 @@ def _run(conn: sa.Connection, metadata: sa.MetaData, url: str) -> DoctorReport:
     for key in ctx.keys:
         if _orders(key.strategy):
             ctx.guarded("order", key.subject, functools.partial(_check_order, ctx, key))
+    for key in ctx.keys:
+        if _integer_key(key.strategy):
+            ctx.guarded("schema", key.subject, functools.partial(_check_key_column, ctx, key))
     for key in ctx.keys:
         if isinstance(key.strategy, TableSequence | PooledSequence):
             ctx.guarded("behind", key.subject, functools.partial(_check_behind, ctx, key))
@@ -384,6 +393,182 @@ def _real_column(ctx: _Context, key: _Key) -> dict[str, Any] | None:
     return None
 
 
+# -- schema: the real key column of an integer key ---------------------------------------
+
+
+def _check_key_column(ctx: _Context, key: _Key) -> None:
+    """The database's key column holds the strategy's integers, and mints no keys of its own."""
+    real = _real_column(ctx, key)
+    if real is None:
+        ctx.no_max[key.subject] = "not checked: the key column does not exist (see schema)"
+        return
+    real_type = real["type"]
+    type_text = _type_text(ctx, real_type)
+    found = 0
+    if isinstance(real_type, sa.String):  # text: MAX() compares text, '9' after '10'
+        found += 1
+        ctx.no_max[key.subject] = (
+            f"not checked: the key column is {type_text}, text, whose MAX() compares text "
+            "('9' sorts after '10'); fix its type first (see schema)"
+        )
+        ctx.add(
+            "schema",
+            key.subject,
+            PROBLEM,
+            f"the key column is {type_text} in the database, text, while {_name(key.strategy)} "
+            "hands out integers: keys sort as text, and the largest key cannot be read",
+            fix=_alter_type(ctx, key, real),
+            details={"type": type_text},
+        )
+    else:
+        why = _integer_problem(ctx, key, real_type)
+        if why is not None:
+            found += 1
+            ctx.add(
+                "schema",
+                key.subject,
+                PROBLEM,
+                f"the key column is {type_text} in the database, too small for the keys of "
+                f"{_name(key.strategy)}: {why}",
+                fix=_alter_type(ctx, key, real),
+                details={"type": type_text},
+            )
+    minter = _own_minter(ctx, real)
+    if minter is not None:
+        found += 1
+        what, fix = minter
+        ctx.add(
+            "schema",
+            key.subject,
+            PROBLEM,
+            f"the key column has {what} of its own: an insert without a key takes one from it, "
+            f"the same keys {_name(key.strategy)} hands out: inserts would collide",
+            fix=fix(ctx, key, real),
+            details={"type": type_text},
+        )
+    if not found:
+        ctx.add(
+            "schema",
+            key.subject,
+            OK,
+            f"the key column is {type_text}, with no key default of its own",
+            details={"type": type_text},
+        )
+
+
+def _integer_key(strategy: object) -> bool:
+    return isinstance(
+        strategy, TableSequence | PooledSequence | Snowflake | BitReversed | BitReversedSequence
+    )
+
+
+def _integer_problem(ctx: _Context, key: _Key, real_type: Any) -> str | None:
+    """Why the real type cannot hold the strategy's keys (the library's own judgement)."""
+    dialect = dialect_key(ctx.dialect)
+    if _unsigned(key.strategy):
+        return _u64_problem(real_type, dialect)
+    return _bigint_problem(real_type, dialect)
+
+
+def _unsigned(strategy: object) -> bool:
+    """A Snowflake whose layout's ids go past 2**63 - 1 (unsigned=True)."""
+    return isinstance(strategy, Snowflake) and strategy.layout.max_id > 2**63 - 1
+
+
+def _type_text(ctx: _Context, type_: Any) -> str:
+    try:
+        return str(ctx.dialect.type_compiler_instance.process(type_))
+    except sa.exc.CompileError:
+        return repr(type_)
+
+
+def _alembic_args(ctx: _Context, key: _Key, real: dict[str, Any], *more: str) -> str:
+    """``'table', 'column', <more>, schema=...`` for ``op.alter_column``."""
+    table = key.column.table
+    args = [repr(table.name), repr(key.column.name), *more]
+    if real.get("nullable") is False:
+        args.append("existing_nullable=False")
+    if table.schema:
+        args.append(f"schema={table.schema!r}")
+    return ", ".join(args)
+
+
+def _type_code(type_: Any) -> str:
+    """The reflected type as Python in a migration: ``sa.INTEGER()``, ``mysql.BIGINT(...)``."""
+    module = type(type_).__module__
+    prefix = "sa"
+    for name in ("mysql", "postgresql"):
+        if module.startswith(f"sqlalchemy.dialects.{name}"):
+            prefix = name
+    return f"{prefix}.{type_!r}"
+
+
+def _alter_type(ctx: _Context, key: _Key, real: dict[str, Any]) -> str:
+    """The Alembic migration that gives the key column the type its strategy needs."""
+    unsigned = _unsigned(key.strategy)
+    wanted = "sa.BigInteger()"
+    if unsigned:
+        mysql = family(ctx.dialect) == "mysql"
+        wanted = "mysql.BIGINT(unsigned=True)" if mysql else "sa.Numeric(20, 0)"
+    more = [f"existing_type={_type_code(real['type'])}", f"type_={wanted}"]
+    if family(ctx.dialect) == "postgresql":  # text to a number needs USING
+        column = ctx.dialect.identifier_preparer.quote(key.column.name)
+        target = "numeric(20, 0)" if unsigned else "bigint"
+        more.append(f"postgresql_using={f'{column}::{target}'!r}")
+    if dialect_key(ctx.dialect) == "sqlite":  # no ALTER COLUMN: a batch copies the table
+        table = key.column.table
+        schema = f", schema={table.schema!r}" if table.schema else ""
+        return (
+            f"in a migration: with op.batch_alter_table({table.name!r}{schema}) as batch: "
+            f"batch.alter_column({key.column.name!r}, {', '.join(more)})"
+        )
+    return f"in a migration: op.alter_column({_alembic_args(ctx, key, real, *more)})"
+
+
+_MinterFix = Callable[[_Context, _Key, dict[str, Any]], str]
+
+
+def _own_minter(ctx: _Context, real: dict[str, Any]) -> tuple[str, _MinterFix] | None:
+    """What mints keys in the column itself (a sequence default, an identity,
+    AUTO_INCREMENT) and the fix that removes it; None: nothing.
+
+    SQLite's INTEGER PRIMARY KEY (AUTOINCREMENT or not) numbers a row inserted
+    without a key too; it is what the library recommends there, so it is not one.
+    """
+    default = str(real.get("default") or "")
+    if real.get("identity"):
+        return "an identity (GENERATED ... AS IDENTITY)", _drop_identity
+    if re.search(r"\b(nextval|get_next_sequence_value)\s*\(", default, re.IGNORECASE):
+        return f"a server default {default}", _drop_default
+    if family(ctx.dialect) == "mysql" and real.get("autoincrement") is True:
+        return "AUTO_INCREMENT", _drop_auto_increment
+    return None
+
+
+def _drop_default(ctx: _Context, key: _Key, real: dict[str, Any]) -> str:
+    if dialect_key(ctx.dialect) == "spanner":
+        return _alter_sql(ctx, key, "DROP DEFAULT")
+    args = _alembic_args(ctx, key, real, "server_default=None")
+    return f"in a migration: op.alter_column({args})"
+
+
+def _drop_identity(ctx: _Context, key: _Key, real: dict[str, Any]) -> str:
+    return _alter_sql(ctx, key, "DROP IDENTITY")
+
+
+def _alter_sql(ctx: _Context, key: _Key, action: str) -> str:
+    table = key.column.table
+    name = identifier_text(ctx.dialect, table.name, table.schema)
+    column = identifier_text(ctx.dialect, key.column.name)
+    sql = f"ALTER TABLE {name} ALTER COLUMN {column} {action}"
+    return f"in a migration: op.execute({sql!r})"
+
+
+def _drop_auto_increment(ctx: _Context, key: _Key, real: dict[str, Any]) -> str:
+    more = (f"existing_type={_type_code(real['type'])}", "autoincrement=False")
+    return f"in a migration: op.alter_column({_alembic_args(ctx, key, real, *more)})"
+
+
 # -- sequences behind the data -----------------------------------------------------------
 
 
@@ -415,7 +600,8 @@ def _check_behind(ctx: _Context, key: _Key) -> None:
             f"the sequences table compares names case-insensitively ({collation})",
             fix=f"in a migration: op.make_sequence_names_case_sensitive({table_name!r})",
         )
-    largest = ctx.largest(key)
+    no_max = ctx.no_max.get(key.subject)
+    largest = None if no_max else ctx.largest(key)
     if next_value is None:
         start = (largest or 0) + 1
         ctx.add(
@@ -429,19 +615,35 @@ def _check_behind(ctx: _Context, key: _Key) -> None:
             else f"in a migration: op.create_table_sequence({name!r}, start={start})",
         )
         return
+    if no_max:
+        ctx.add("behind", key.subject, SKIPPED, no_max)
+        return
     table = key.column.table
-    schema = f" --schema {table.schema}" if table.schema else ""
+    argv = ["--sequence", name, "--table", table.name, "--column", key.column.name]
+    argv += ["--schema", table.schema] if table.schema else []
+    argv += ["--sequences-table", table_name] if table_name != "sequences" else []
     _report_behind(
         ctx,
         key,
         next_value,
         largest,
         problem=f"sequence {name!r} would hand out {next_value}",
-        fix=f"seqkeys resync --url {ctx.url} --sequence {name} --table {table.name} "
-        f"--column {key.column.name}{schema}"
-        + (f" --sequences-table {table_name}" if table_name != "sequences" else ""),
+        fix=_seqkeys_command(ctx, "resync", argv),
         ok=f"sequence {name!r} hands out {next_value} next",
     )
+
+
+def _seqkeys_command(ctx: _Context, command: str, argv: list[str]) -> str:
+    """``seqkeys COMMAND --url URL ARGV`` as a shell reads it: each argument quoted.
+
+    A URL with a password (which doctor never prints) becomes ``"$DATABASE_URL"``,
+    with a shell comment saying what to set it to.
+    """
+    url = '"$DATABASE_URL"' if ctx.url_has_password else shlex.quote(ctx.url)
+    line = f"seqkeys {command} --url {url} {shlex.join(argv)}"
+    if ctx.url_has_password:
+        line += "  # set DATABASE_URL to the database's URL first (doctor does not print passwords)"
+    return line
 
 
 def _behind_native(ctx: _Context, key: _Key, pooled: PooledSequence) -> None:
@@ -460,6 +662,10 @@ def _behind_native(ctx: _Context, key: _Key, pooled: PooledSequence) -> None:
     increment, cycles = found
     if increment != pooled.allocation_size or cycles:
         _report_increment(ctx, pooled, increment, cycles)
+    no_max = ctx.no_max.get(key.subject)
+    if no_max:
+        ctx.add("behind", key.subject, SKIPPED, no_max)
+        return
     upcoming = _native_next(ctx.conn, pooled.sequence, increment)
     largest = ctx.largest(key)
     if upcoming is None:
@@ -684,7 +890,7 @@ def _check_capabilities(ctx: _Context) -> None:
         else "no INSERT .. RETURNING: the ORM cannot read a key the server mints",
         details={"returning": returning},
     )
-    native = _compiles(ServerUuid7(), dialect)
+    native = _function_text(_compiles(ServerUuid7(), dialect))
     ctx.add(
         "capabilities",
         "UUIDv7",
@@ -692,11 +898,14 @@ def _check_capabilities(ctx: _Context) -> None:
         f"the server mints UUIDv7: {native}" if native else "the server has no UUIDv7 function",
         details={"server_uuid7": native},
     )
-    server = _compiles(ServerUuid(), dialect) if returning else None
+    server = _function_text(_compiles(ServerUuid(), dialect)) if returning else None
+    # only the keys whose declared column server_uuid() compiles for (on MariaDB
+    # before 11.7 it is UUID() into a UUID column, never CHAR(36) nor BINARY(16))
     client_guids = [
         k.subject
         for k in ctx.keys
-        if isinstance(k.strategy, CombGuidDefault) or k.strategy is new_uuid7
+        if (isinstance(k.strategy, CombGuidDefault) or k.strategy is new_uuid7)
+        and _server_uuid_fits(k.column, dialect)
     ]
     if server and client_guids:
         message = (
@@ -765,6 +974,25 @@ def _compiles(element: sa.ColumnElement[Any], dialect: sa.Dialect) -> str | None
         return str(element.compile(dialect=dialect))
     except SeqKeysError:
         return None
+
+
+def _function_text(compiled: str | None) -> str | None:
+    """A server function as written, without the parentheses of a column default
+    (MySQL's ``(UUID())`` is the function ``UUID()``)."""
+    if compiled and compiled.startswith("(") and compiled.endswith(")"):
+        depth = 0
+        for at, char in enumerate(compiled):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0:
+                return compiled[1:-1] if at == len(compiled) - 1 else compiled
+    return compiled
+
+
+def _server_uuid_fits(column: sa.Column[Any], dialect: sa.Dialect) -> bool:
+    """``server_default=server_uuid()`` compiles for the column's declared type here."""
+    trial = sa.Column(column.name, column.type, server_default=server_uuid())
+    assert isinstance(trial.server_default, sa.DefaultClause)
+    return _compiles(trial.server_default.arg, dialect) is not None  # type: ignore[arg-type]
 
 
 def _longest_increasing(values: list[int]) -> int:
@@ -885,9 +1113,15 @@ def load_metadata(spec: str) -> sa.MetaData:
         sys.path.insert(0, os.getcwd())
     try:
         found: Any = importlib.import_module(module_name)
+    except Exception as exc:  # the module's own error (ValueError, SyntaxError...): say which
+        raise SeqKeysError(
+            f"cannot load --models {spec}: importing {module_name} raised "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    try:
         for part in attr.split("."):
             found = getattr(found, part)
-    except (ImportError, AttributeError) as exc:
+    except AttributeError as exc:
         raise SeqKeysError(f"cannot load --models {spec}: {type(exc).__name__}: {exc}") from exc
     if isinstance(found, sa.MetaData):
         return found
@@ -897,6 +1131,23 @@ def load_metadata(spec: str) -> sa.MetaData:
     raise SeqKeysError(
         f"--models {spec} names a {type(found).__name__}, not a MetaData or a declarative base"
     )
+
+
+def _missing_sqlite_file(url: sa.URL) -> str | None:
+    """The path of a SQLite URL's database file that does not exist; None: it exists, or
+    the URL is not SQLite's, or names an in-memory database."""
+    import os
+
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    path = url.database
+    if str(url.query.get("uri", "")).lower() in ("true", "1"):  # file:path?mode=...
+        if "mode=memory" in path:
+            return None
+        path = path.removeprefix("file:").partition("?")[0]
+    if not path or path == ":memory:":
+        return None
+    return None if os.path.exists(path) else path
 
 
 def run_command(url: str, models: str, *, as_json: bool = False) -> int:
@@ -912,6 +1163,15 @@ def run_command(url: str, models: str, *, as_json: bool = False) -> int:
         engine = sa.create_engine(url)
     except (sa.exc.ArgumentError, ImportError) as exc:
         print(f"seqkeys doctor: cannot use --url: {exc}", file=sys.stderr)
+        return 2
+    missing = _missing_sqlite_file(engine.url)
+    if missing is not None:  # connecting would create it: doctor changes nothing
+        engine.dispose()
+        print(
+            f"seqkeys doctor: cannot use --url: the SQLite database file {missing} does not "
+            "exist (connecting would create an empty one); check the path",
+            file=sys.stderr,
+        )
         return 2
     try:
         report = doctor(engine, metadata)

@@ -84,3 +84,44 @@ def test_the_reference_page_lists_every_command_and_option() -> None:
             for option in action.option_strings:
                 if option not in ("-h", "--help"):
                     assert f"`{option}" in page or f"{option}`" in page, (name, option)
+
+
+@pytest.mark.parametrize(
+    ("source", "error"),
+    [
+        ("raise ValueError('boom in models')", "ValueError: boom in models"),
+        ("def broken(:\n", "SyntaxError"),
+    ],
+)
+def test_doctor_a_models_module_that_fails_to_import(
+    source: str,
+    error: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    module = f"cli_bad_models_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["doctor", "--url", "sqlite://", "--models", f"{module}:metadata"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot load --models {module}:metadata" in err, err
+    assert error in err, err
+    assert "Traceback" not in err
+
+
+def test_doctor_refuses_a_sqlite_file_that_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It changes nothing: connecting would create an empty database file."""
+    module = f"cli_models_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text("import sqlalchemy as sa\nmetadata = sa.MetaData()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    models = f"{module}:metadata"
+    assert main(["doctor", "--url", "sqlite://", "--models", models]) == 0  # :memory: is fine
+    missing = tmp_path / "no-such.db"
+    assert main(["doctor", "--url", f"sqlite:///{missing}", "--models", models]) == 2
+    assert not missing.exists()
+    err = capsys.readouterr().err
+    assert str(missing) in err, err
+    assert "does not exist" in err, err

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import sys
 import uuid
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from sqlalchemy_seqkeys import (
     PooledSequence,
     SeqKeysError,
     TableSequence,
+    create_table_sequence,
     doctor,
     doctor_async,
     new_comb_guid,
@@ -203,7 +205,8 @@ def test_table_sequence_behind_its_rows(
     assert "1 problem found" in capsys.readouterr().out
 
     # the printed fix fixes it (doctor itself never moves a sequence)
-    assert main(finding.fix.replace(url_hidden(engine), url).split()[1:]) == 0
+    argv = shlex.split(finding.fix.replace(shlex.quote(url_hidden(engine)), shlex.quote(url)))
+    assert main(argv[1:]) == 0
     assert doctor(engine, models.metadata).healthy
 
 
@@ -477,7 +480,8 @@ def test_a_cached_mariadb_sequence_is_never_called_ahead_of_an_import(engines: A
             found = {(f.check, f.subject): f for f in doctor(engine, models.metadata).findings}
             behind = found[("behind", "doc_items.id")]
             assert behind.status == "skipped", behind
-            assert "11" in behind.message and "10001" in behind.message, behind.message
+            assert "11" in behind.message, behind.message
+            assert "10001" in behind.message, behind.message
             with engine.begin() as conn:  # the block the next process takes collides
                 assert conn.scalar(sa.text("SELECT NEXTVAL(doc_item_id)")) == 11
         finally:
@@ -506,3 +510,199 @@ def test_doctor_in_the_callers_transaction_leaves_it_to_the_caller(
         assert conn.in_transaction()
         conn.rollback()
     assert counts(engine, models) == before
+
+
+def _drifted_models() -> tuple[sa.MetaData, TableSequence, TableSequence]:
+    """Two BigInteger keys of TableSequences, whose tables the test creates by hand."""
+    metadata = sa.MetaData()
+    sequences_table(metadata)
+    text_no = TableSequence("doc_text_no", mode="separate")
+    minted_no = TableSequence("doc_minted_no", mode="separate")
+    big = sa.BigInteger()
+    sa.Table("doc_textkeys", metadata, sa.Column("id", big, primary_key=True, default=text_no))
+    sa.Table("doc_minted", metadata, sa.Column("id", big, primary_key=True, default=minted_no))
+    return metadata, text_no, minted_no
+
+
+#: per engine: the key column of doc_minted with a default of its own (None: none here)
+_MINTED_DDL = {
+    "postgresql": "CREATE TABLE doc_minted (id SERIAL PRIMARY KEY)",
+    "mysql": "CREATE TABLE doc_minted (id BIGINT AUTO_INCREMENT PRIMARY KEY)",
+    # SQLite's INTEGER PRIMARY KEY (what the library recommends there) is not flagged
+    "sqlite": "CREATE TABLE doc_minted (id INTEGER PRIMARY KEY)",
+    "spanner": "CREATE TABLE doc_minted (id INT64 NOT NULL "
+    "DEFAULT (GET_NEXT_SEQUENCE_VALUE(SEQUENCE doc_minted_seq))) PRIMARY KEY (id)",
+}
+
+
+def _run_fix(engine: Engine, fix: str) -> None:
+    """Run a printed ``in a migration: ...`` fix with Alembic's ``op``, as a migration would."""
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+    from sqlalchemy.dialects import mysql, postgresql
+
+    code = fix.removeprefix("in a migration: ")
+    with engine.begin() as conn:
+        op = Operations(MigrationContext.configure(conn))
+        exec(code, {"op": op, "sa": sa, "mysql": mysql, "postgresql": postgresql})
+
+
+def test_the_real_key_column_is_checked_against_its_strategy(fresh: tuple[Engine, str]) -> None:
+    """The database's column, not the model's: text keys (MAX compares text) and a column
+    with a key minter of its own (SERIAL, AUTO_INCREMENT) are problems, each with its fix."""
+    engine, _ = fresh
+    name = "spanner" if engine.dialect.name.startswith("spanner") else engine.dialect.name
+    metadata, text_no, minted_no = _drifted_models()
+    metadata.tables["sequences"].create(engine)
+    create_table_sequence(engine, text_no.name, 10)
+    minted_no.create(engine)
+    text_ddl = "CREATE TABLE doc_textkeys (id VARCHAR(20) NOT NULL PRIMARY KEY)"
+    if name == "spanner":
+        text_ddl = "CREATE TABLE doc_textkeys (id STRING(20) NOT NULL) PRIMARY KEY (id)"
+    with engine.begin() as conn:
+        if name == "spanner":
+            conn.exec_driver_sql(
+                "CREATE SEQUENCE doc_minted_seq OPTIONS (sequence_kind='bit_reversed_positive')"
+            )
+        conn.exec_driver_sql(text_ddl)
+        conn.exec_driver_sql(_MINTED_DDL[name])
+    with engine.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO doc_textkeys (id) VALUES ('9'), ('10')")
+    report = doctor(engine, metadata)
+    found = {(f.check, f.subject): f for f in report.findings}
+    text = [f for f in report.problems if f.subject == "doc_textkeys.id"]
+    assert [f.check for f in text] == ["schema"], report.format()
+    assert "text" in text[0].message, text[0].message
+    assert "(20)" in text[0].message, text[0].message  # VARCHAR(20), Spanner's STRING(20)
+    behind = found[("behind", "doc_textkeys.id")]
+    assert behind.status == "skipped", behind
+    assert "text" in behind.message, behind
+    minted = [f for f in report.problems if f.subject == "doc_minted.id"]
+    if name == "postgresql":  # SERIAL: a 32-bit INTEGER, and nextval(...) of its own
+        assert len(minted) == 2, report.format()
+        assert any("32 bits" in f.message for f in minted)
+        assert any("nextval(" in f.message for f in minted)
+    elif name == "mysql":
+        (auto,) = minted
+        assert "AUTO_INCREMENT" in auto.message
+    elif name == "spanner":  # its identity columns are not reflected: a sequence default is
+        (default,) = minted
+        assert "GET_NEXT_SEQUENCE_VALUE" in default.message
+        assert default.fix is not None
+        _run_fix(engine, default.fix)
+        after = {(f.check, f.subject): f.status for f in doctor(engine, metadata).findings}
+        assert after[("schema", "doc_minted.id")] == "ok"
+    else:
+        assert minted == [], report.format()
+        assert found[("schema", "doc_minted.id")].status == "ok"
+    if name in ("postgresql", "mysql"):  # each printed fix, run as a migration, fixes it
+        for finding in text + minted:
+            assert finding.fix is not None
+            assert finding.fix.startswith("in a migration: op."), finding.fix
+            _run_fix(engine, finding.fix)
+        after = doctor(engine, metadata)
+        # the keys compare as numbers now: the sequence's 10 is the table's largest key
+        assert problems(after) == [("behind", "doc_textkeys.id")], after.format()
+        assert after.problems[0].details == {"next_value": 10, "max_key": 10}
+
+
+def test_a_32_bit_key_column_is_a_problem(pg_or_mariadb: tuple[Engine, str]) -> None:
+    engine, _ = pg_or_mariadb
+    metadata, _text_no, minted_no = _drifted_models()
+    metadata.tables["sequences"].create(engine)
+    minted_no.create(engine)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE doc_minted (id INTEGER NOT NULL PRIMARY KEY)")
+    metadata.remove(metadata.tables["doc_textkeys"])
+    report = doctor(engine, metadata)
+    assert problems(report) == [("schema", "doc_minted.id")], report.format()
+    assert "INTEGER" in report.problems[0].message
+    assert "type_=sa.BigInteger()" in (report.problems[0].fix or "")
+
+
+def test_the_printed_resync_command_can_be_pasted(engines: Any) -> None:
+    """Names with spaces, % and quotes, and a URL with a password: the fix, split as a shell
+    splits it, is the right command line (the URL a $DATABASE_URL the user sets)."""
+    with engines.fresh_database("postgresql", "doctor") as url:
+        secret = sa.make_url(url).set(password="s3cret pass%")
+        engine = sa.create_engine(secret)
+        try:
+            with engine.begin() as conn:
+                conn.exec_driver_sql('CREATE SCHEMA "Sales"')
+            metadata = sa.MetaData()
+            sequences_table(metadata)
+            invoice_no = TableSequence("inv'no %s", mode="batch")
+            invoices = sa.Table(
+                "Invoice%s list",
+                metadata,
+                sa.Column("Id", sa.BigInteger, primary_key=True, default=invoice_no),
+                schema="Sales",
+            )
+            metadata.create_all(engine)
+            create_table_sequence(engine, "inv'no %s")
+            with engine.begin() as conn:
+                conn.execute(sa.insert(invoices).values(Id=5000))
+            (finding,) = doctor(engine, metadata).problems
+            fix = finding.fix or ""
+            assert "s3cret" not in fix, fix
+            assert "***" not in fix, fix
+            argv = shlex.split(fix, comments=True)
+            assert argv == [
+                "seqkeys",
+                "resync",
+                "--url",
+                "$DATABASE_URL",
+                "--sequence",
+                "inv'no %s",
+                "--table",
+                "Invoice%s list",
+                "--column",
+                "Id",
+                "--schema",
+                "Sales",
+            ], fix
+            assert "DATABASE_URL" in fix.partition("#")[2]  # says what to set
+            pasted = [
+                secret.render_as_string(hide_password=False) if a == "$DATABASE_URL" else a
+                for a in argv[1:]
+            ]
+            assert main(pasted) == 0
+            assert doctor(engine, metadata).healthy
+        finally:
+            engine.dispose()
+
+
+def test_server_uuid_is_suggested_only_where_it_compiles(engines: Any) -> None:
+    """MariaDB 10.11: server_uuid() is UUID() into a UUID column only; no CHAR(36) key is
+    offered it, and the function is shown as written, without a default's parentheses."""
+    metadata = sa.MetaData()
+    sa.Table(
+        "doc_text", metadata, sa.Column("id", CombGuid(), primary_key=True, default=new_comb_guid)
+    )
+    sa.Table(
+        "doc_bin",
+        metadata,
+        sa.Column("id", CombGuid(binary=True), primary_key=True, default=new_comb_guid),
+    )
+    sa.Table(
+        "doc_native",
+        metadata,
+        sa.Column("id", CombGuid(native_uuid=True), primary_key=True, default=new_uuid7),
+    )
+    with engines.fresh_database("mysql", "doctor") as url:
+        engine = sa.create_engine(url)
+        try:
+            metadata.create_all(engine)
+            report = doctor(engine, metadata)
+        finally:
+            engine.dispose()
+    (server,) = [f for f in report.findings if f.subject == "server_uuid()"]
+    function = server.details["server_uuid"]
+    # as written, without a column default's parentheses: the docs show UUID()
+    assert function in ("UUID()", "UUID_v7()", "UUID_TO_BIN(UUID(), 1)"), server
+    assert f"({function})" in server.message, server.message
+    assert f"(({function}))" not in server.message, server.message
+    if function == "UUID()":  # MariaDB 10.7 to 11.6: the UUID type only
+        assert "doc_native.id" in server.message, server.message
+        assert "doc_text.id" not in server.message, server.message
+        assert "doc_bin.id" not in server.message, server.message
