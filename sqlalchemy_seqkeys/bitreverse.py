@@ -47,6 +47,8 @@ from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
     check_name,
+    statement_map,
+    with_schema_map,
 )
 
 __all__ = [
@@ -148,6 +150,11 @@ class BitReversed:
 
     def __call__(self, context: DefaultExecutionContext) -> int:
         """The column default: one value for the row being inserted."""
+        translate = statement_map(context)
+        if translate is not False:  # a map given to this statement only
+            return with_schema_map(
+                context.connection, translate, lambda: self._skipping(lambda: self._draw(context))
+            )
         return self._skipping(lambda: self._draw(context))
 
     def _skipping(self, draw: Callable[[], int]) -> int:
@@ -407,7 +414,11 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
 
     def __call__(self, context: DefaultExecutionContext) -> int:
         """The column default: one value for the row being inserted."""
-        return self._value(context.connection)
+        conn = context.connection
+        translate = statement_map(context)
+        if translate is not False:  # a map given to this statement only
+            return with_schema_map(conn, translate, lambda: self._value(conn))
+        return self._value(conn)
 
     def _value(self, conn: sa.Connection) -> int:
         if self.batch_size > 1:

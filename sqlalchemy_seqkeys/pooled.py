@@ -65,6 +65,8 @@ from sqlalchemy_seqkeys.sequences.table import (
     MAX_VALUE,
     check_name,
     read_next_value,
+    statement_map,
+    with_schema_map,
 )
 
 __all__ = [
@@ -212,6 +214,12 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
         key = self._rows.pop(context)
         if key is not None:
             return key
+        translate = statement_map(context)
+        if translate is not False:  # a map given to this statement only
+            return with_schema_map(context.connection, translate, lambda: self._key(context))
+        return self._key(context)
+
+    def _key(self, context: DefaultExecutionContext) -> int:
         conn = context.connection
         state = self._blocks.of(conn)
         if state is None:

@@ -34,6 +34,8 @@ from .table import (
     create_table_sequence,
     drop_table_sequence,
     sequences_table,
+    statement_map,
+    with_schema_map,
 )
 
 __all__ = ["MAX_BATCH_SIZE", "SequenceMode", "TableSequence"]
@@ -172,6 +174,9 @@ class TableSequence(SequenceContract, PositionalDefault):
     def __call__(self, context: DefaultExecutionContext) -> int:
         """The column default: one value for the row being inserted."""
         conn = context.connection
+        translate = statement_map(context)
+        if translate is not False:  # a map given to this statement only
+            return with_schema_map(conn, translate, lambda: self._take(conn.engine, conn))
         return self._take(conn.engine, conn)
 
     def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = False) -> bool:

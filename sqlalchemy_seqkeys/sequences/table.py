@@ -16,7 +16,7 @@ import unicodedata
 import weakref
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import sqlalchemy as sa
 
@@ -59,6 +59,8 @@ __all__ = [
 MAX_VALUE = 2**63 - 1
 #: The longest sequence name the table holds.
 NAME_LENGTH = 64
+T = TypeVar("T")
+
 DEFAULT_TABLE = "sequences"
 #: The ``name`` column's collation on MySQL and MariaDB: byte for byte, so
 #: names differing only in case are different sequences.
@@ -262,6 +264,34 @@ def tenant_of(bind: sa.Engine | sa.Connection) -> object:
     """The tenant ``bind`` serves: its schema_translate_map as a hashable key (None: none)."""
     translate = bind.get_execution_options().get("schema_translate_map")
     return tuple(sorted(translate.items(), key=repr)) if translate else None
+
+
+def statement_map(context: Any) -> Any:
+    """The schema_translate_map a statement was given on top of its connection's, else ``False``.
+
+    ``conn.execute(insert, execution_options={"schema_translate_map": ...})``
+    sends the row to the tenant's table, but the default's connection
+    (``context.connection``) does not carry the map: its key must come from the
+    tenant's sequence all the same (:func:`with_schema_map`). Two lookups per row.
+    """
+    translate = context.execution_options.get("schema_translate_map")
+    if translate is context.connection.get_execution_options().get("schema_translate_map"):
+        return False
+    return translate
+
+
+def with_schema_map(conn: sa.Connection, translate: Any, take: Callable[[], T]) -> T:
+    """``take()`` with ``translate`` as ``conn``'s schema_translate_map, then the one before.
+
+    Everything ``take`` runs on ``conn`` (and the engine derived from it for
+    allocations of their own) then reaches the statement's tenant.
+    """
+    before = conn.get_execution_options().get("schema_translate_map")
+    conn.execution_options(schema_translate_map=translate)
+    try:
+        return take()
+    finally:
+        conn.execution_options(schema_translate_map=before)
 
 
 def _in_memory(url: sa.URL) -> bool:

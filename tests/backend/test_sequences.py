@@ -23,6 +23,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import sqlalchemy_seqkeys.alembic  # noqa: F401 - registers op.create_table_sequence and the rest
 from sqlalchemy_seqkeys import (
+    BitReversed,
     BitReversedSequence,
     InvalidSequenceError,
     PooledSequence,
@@ -34,6 +35,7 @@ from sqlalchemy_seqkeys import (
     TableSequence,
     create_table_sequence,
     drop_table_sequence,
+    reverse_bits,
     sequences_table,
 )
 from sqlalchemy_seqkeys.sequences import allocate
@@ -476,6 +478,66 @@ def test_schema_translate_map_keeps_tenants_apart(pg_engine: Engine) -> None:
     finally:
         with pg_engine.begin() as conn:
             for schema in ("seqkeys_tenant_a", "seqkeys_tenant_b"):
+                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+
+
+def _statement_tenant_defaults() -> dict[str, Any]:
+    return {
+        **{
+            mode: TableSequence("st_orders", mode=mode, batch_size=10, low_watermark=3)
+            for mode in MODES
+        },
+        "PooledSequence": PooledSequence("st_pooled", batch_size=10),
+        "BitReversedSequence": BitReversedSequence("st_bitrev", batch_size=10),
+        "BitReversed(Sequence)": BitReversed(sa.Sequence("st_native")),
+        "BitReversed(TableSequence)": BitReversed(TableSequence("st_orders", mode="separate")),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_statement_tenant_defaults()))
+def test_a_schema_translate_map_given_per_statement_reaches_the_key(
+    pg_engine: Engine, kind: str
+) -> None:
+    # conn.execute(insert, execution_options={"schema_translate_map": ...}): the row
+    # goes to the tenant's table, so its key must come from the tenant's sequence
+    # (as a plain sqlalchemy.Sequence's nextval, rendered in the INSERT, does). It
+    # came from the default schema's: the tenant's next insert collided
+    default = _statement_tenant_defaults()[kind]
+    schemas = ("seqkeys_st_a", "seqkeys_st_b")
+    metadata = sa.MetaData()
+    sequences_table(metadata)
+    rows = _rows_keyed_by(default, "st_rows", metadata)
+    with pg_engine.begin() as conn:
+        for schema in schemas:
+            conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    try:
+        for start, schema in zip((1, 1_000_000), schemas, strict=True):
+            tenant = pg_engine.execution_options(schema_translate_map={None: schema})
+            metadata.create_all(tenant)
+            create_table_sequence(tenant, "st_orders", start=start)
+            PooledSequence("st_pooled", batch_size=10, start=start).create(tenant)
+            BitReversedSequence("st_bitrev", batch_size=10, start=start).create(tenant)
+            with tenant.begin() as conn:
+                conn.execute(sa.schema.CreateSequence(sa.Sequence("st_native", start=start)))
+        per_statement = {"schema_translate_map": {None: "seqkeys_st_b"}}
+        with pg_engine.begin() as conn:
+            conn.execute(rows.insert(), [{"n": 1}, {"n": 2}], execution_options=per_statement)
+            conn.execute(rows.insert(), {"n": 3}, execution_options=per_statement)
+        tenant_b = pg_engine.execution_options(schema_translate_map={None: "seqkeys_st_b"})
+        with tenant_b.begin() as conn:  # the map on the connection: the usual way
+            conn.execute(rows.insert(), [{"n": n} for n in range(4, 8)])
+            ids = list(conn.scalars(sa.select(rows.c.id)))
+        assert len(set(ids)) == 7
+        if "BitReversed" in kind:
+            ids = [reverse_bits(i) for i in ids]
+        assert all(i >= 1_000_000 for i in ids), ids  # all from tenant b's sequence
+        tenant_a = pg_engine.execution_options(schema_translate_map={None: "seqkeys_st_a"})
+        with tenant_a.connect() as conn:  # the other tenant: untouched
+            assert list(conn.scalars(sa.select(rows.c.id))) == []
+    finally:
+        with pg_engine.begin() as conn:
+            for schema in schemas:
                 conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
 
 
