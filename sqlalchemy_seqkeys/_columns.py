@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ._rows import RowsAhead
     from .shard import ShardId
 
-__all__: list[str] = ["declared_default"]
+__all__: list[str] = ["bigint_problem", "declared_default", "u64_problem"]
 
 
 def _loaded(module: str, name: str) -> Any:
@@ -126,10 +126,10 @@ def _known(type_: sqltypes.TypeEngine[Any]) -> bool:
 _variants = type_variants  # the base type and each with_variant type, with its dialect
 
 
-def _bigint_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) -> str | None:
+def bigint_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) -> str | None:
     """Why ``type_`` cannot hold every value up to 2**63 - 1, or None if it can (or may)."""
     if isinstance(type_, sqltypes.TypeDecorator):
-        return _bigint_problem(type_.impl_instance, dialect)
+        return bigint_problem(type_.impl_instance, dialect)
     if isinstance(type_, sqltypes.BigInteger):
         return None
     if isinstance(type_, sqltypes.Float):
@@ -158,10 +158,10 @@ def _bigint_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None)
     return None  # a type this library does not know (UserDefinedType): may hold them
 
 
-def _u64_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) -> str | None:
+def u64_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) -> str | None:
     """Why ``type_`` cannot hold every value up to 2**64 - 1, or None if it can (or may)."""
     if isinstance(type_, sqltypes.TypeDecorator):
-        return _u64_problem(type_.impl_instance, dialect)
+        return u64_problem(type_.impl_instance, dialect)
     if isinstance(type_, sqltypes.BigInteger):
         if getattr(type_, "unsigned", False):
             return None  # MySQL's BIGINT UNSIGNED
@@ -171,7 +171,7 @@ def _u64_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) ->
         return f"{type_!r} holds {type_.precision} digits; 2**64 - 1 has 20"  # type: ignore[attr-defined]
     if isinstance(type_, sqltypes.Integer) and not isinstance(type_, sqltypes.Numeric):
         return f"{type_!r} holds at most 2**63 - 1"
-    return _bigint_problem(type_, dialect)
+    return bigint_problem(type_, dialect)
 
 
 def _guid_problem(type_: sqltypes.TypeEngine[Any]) -> str | None:
@@ -230,7 +230,7 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
         _refuse_first_problem(
             column,
             table,
-            _bigint_problem,
+            bigint_problem,
             error,
             lambda where, problem: (
                 f"{where} cannot hold the {what} of its default "
@@ -246,7 +246,7 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
             _refuse_first_problem(
                 column,
                 table,
-                _u64_problem,
+                u64_problem,
                 InvalidSnowflakeError,
                 lambda where, problem: (
                     f"{where} cannot hold the ids of its default "

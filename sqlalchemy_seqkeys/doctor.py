@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ._columns import _bigint_problem, _u64_problem, declared_default
+from ._columns import bigint_problem, declared_default, u64_problem
 from ._dialect import (
     dialect_key,
     facts,
@@ -466,8 +466,8 @@ def _integer_problem(ctx: _Context, key: _Key, real_type: Any) -> str | None:
     """Why the real type cannot hold the strategy's keys (the library's own judgement)."""
     dialect = dialect_key(ctx.dialect)
     if _unsigned(key.strategy):
-        return _u64_problem(real_type, dialect)
-    return _bigint_problem(real_type, dialect)
+        return u64_problem(real_type, dialect)
+    return bigint_problem(real_type, dialect)
 
 
 def _unsigned(strategy: object) -> bool:

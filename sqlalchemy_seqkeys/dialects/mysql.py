@@ -60,16 +60,20 @@ def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> tup
         sequence.name,
         sa.column("next_not_cached_value"),
         sa.column("cache_size"),
+        sa.column("start_value"),
         schema=sequence.schema,
     )
-    row = conn.execute(sa.select(relation.c.next_not_cached_value, relation.c.cache_size)).first()
+    columns = relation.c.next_not_cached_value, relation.c.cache_size, relation.c.start_value
+    row = conn.execute(sa.select(*columns)).first()
     if row is None:
         return None
-    after_cache, cached = int(row[0]), int(row[1])
+    after_cache, cached, start = (int(v) for v in row)
     # A refill at v hands out v and keeps v + increment ... up to after_cache
-    # (exclusive) in memory: the next value is at least v + increment.
-    lowest = after_cache - (cached - 1) * increment if cached > 1 else after_cache
-    return lowest, after_cache
+    # (exclusive) in memory: the next value is at least v + increment, and v at
+    # least the start (a sequence never called: after_cache is the start).
+    if cached <= 1:
+        return after_cache, after_cache
+    return min(max(after_cache - (cached - 1) * increment, start), after_cache), after_cache
 
 
 def sequence_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:

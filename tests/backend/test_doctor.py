@@ -706,3 +706,19 @@ def test_server_uuid_is_suggested_only_where_it_compiles(engines: Any) -> None:
         assert "doc_native.id" in server.message, server.message
         assert "doc_text.id" not in server.message, server.message
         assert "doc_bin.id" not in server.message, server.message
+
+
+def test_a_mariadb_sequence_never_called_starts_at_its_start(engines: Any) -> None:
+    """Its row holds the start itself: exactly that, never a range below it."""
+    with engines.fresh_database("mysql", "doctor") as url:
+        engine = sa.create_engine(url)
+        try:
+            models = make_models()
+            models.metadata.create_all(engine)
+            models.item_id.create(engine, checkfirst=True)
+            found = {(f.check, f.subject): f for f in doctor(engine, models.metadata).findings}
+            behind = found[("behind", "doc_items.id")]
+            assert behind.status == "ok", behind
+            assert "starts its next block at 1," in behind.message, behind.message
+        finally:
+            engine.dispose()
