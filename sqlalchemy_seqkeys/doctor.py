@@ -404,49 +404,43 @@ def _check_key_column(ctx: _Context, key: _Key) -> None:
         return
     real_type = real["type"]
     type_text = _type_text(ctx, real_type)
-    found = 0
+    problems: list[tuple[str, str]] = []  # (message, fix)
     if isinstance(real_type, sa.String):  # text: MAX() compares text, '9' after '10'
-        found += 1
         ctx.no_max[key.subject] = (
             f"not checked: the key column is {type_text}, text, whose MAX() compares text "
             "('9' sorts after '10'); fix its type first (see schema)"
         )
-        ctx.add(
-            "schema",
-            key.subject,
-            PROBLEM,
-            f"the key column is {type_text} in the database, text, while {_name(key.strategy)} "
-            "hands out integers: keys sort as text, and the largest key cannot be read",
-            fix=_alter_type(ctx, key, real),
-            details={"type": type_text},
+        problems.append(
+            (
+                f"the key column is {type_text} in the database, text, while "
+                f"{_name(key.strategy)} hands out integers: keys sort as text, and the largest "
+                "key cannot be read",
+                _alter_type(ctx, key, real),
+            )
         )
     else:
         why = _integer_problem(ctx, key, real_type)
         if why is not None:
-            found += 1
-            ctx.add(
-                "schema",
-                key.subject,
-                PROBLEM,
-                f"the key column is {type_text} in the database, too small for the keys of "
-                f"{_name(key.strategy)}: {why}",
-                fix=_alter_type(ctx, key, real),
-                details={"type": type_text},
+            problems.append(
+                (
+                    f"the key column is {type_text} in the database, too small for the keys of "
+                    f"{_name(key.strategy)}: {why}",
+                    _alter_type(ctx, key, real),
+                )
             )
     minter = _own_minter(ctx, real)
     if minter is not None:
-        found += 1
         what, fix = minter
-        ctx.add(
-            "schema",
-            key.subject,
-            PROBLEM,
-            f"the key column has {what} of its own: an insert without a key takes one from it, "
-            f"the same keys {_name(key.strategy)} hands out: inserts would collide",
-            fix=fix(ctx, key, real),
-            details={"type": type_text},
+        problems.append(
+            (
+                f"the key column has {what} of its own: an insert without a key takes one from "
+                f"it, the same keys {_name(key.strategy)} hands out: inserts would collide",
+                fix(ctx, key, real),
+            )
         )
-    if not found:
+    for message, how in problems:
+        ctx.add("schema", key.subject, PROBLEM, message, fix=how, details={"type": type_text})
+    if not problems:
         ctx.add(
             "schema",
             key.subject,

@@ -33,11 +33,10 @@ from sqlalchemy_seqkeys.sequences.table import (
     block_holders,
     check_exact_names,
     forget_exact_names,
+    forget_row,
     name_type,
     native_key,
     read_next_value,
-    received,
-    row_key,
     sequences_table,
 )
 from sqlalchemy_seqkeys.sequences.table import (
@@ -214,10 +213,10 @@ def _insert_row(operations: Operations, table: str, name: str, start: int) -> No
             raise MigrationError(
                 f"sequence {name!r} already exists in table {table!r}; nothing was changed"
             )
-        received.forget(conn, table, name)  # a sequence created anew
     t = sequences_table(sa.MetaData(), table)
     operations.execute(sa.insert(t).values(name=name, next_value=start))
-    block_holders.forget(row_key(table, name))  # blocks this process holds of a former row
+    if conn is not None:  # what this process holds of a former row
+        forget_row(conn, table, name)
 
 
 def _delete_row(operations: Operations, table: str, name: str) -> None:
@@ -230,7 +229,8 @@ def _delete_row(operations: Operations, table: str, name: str) -> None:
         )
     t = sequences_table(sa.MetaData(), table)
     operations.execute(sa.delete(t).where(t.c.name == name))
-    block_holders.forget(row_key(table, name))
+    if conn is not None:
+        forget_row(conn, table, name)
 
 
 def _check_start(start: object, what: str) -> int:

@@ -404,6 +404,13 @@ def row_key(table: str, name: str) -> tuple[object, ...]:
     return ("row", table, name)
 
 
+def forget_row(bind: sa.Engine | sa.Connection, table: str, name: str) -> None:
+    """Row ``name`` of ``table`` was created or dropped: this process forgets what it held of it
+    (its blocks, and the highest value received: a row created anew starts afresh)."""
+    received.forget(bind, table, name)
+    block_holders.forget(row_key(table, name))
+
+
 def native_key(sequence: sa.Sequence) -> tuple[object, ...]:
     """The :data:`block_holders` key of a native sequence, as declared."""
     return ("native", sequence.schema, sequence.name)
@@ -677,8 +684,7 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: 
         raise_if_table_missing(conn, table, exc)
         raise
     if created:
-        received.forget(conn, table, name)
-        block_holders.forget(row_key(table, name))
+        forget_row(conn, table, name)
     if not created and not checkfirst:
         raise SequenceExistsError(
             f"sequence {name!r} already exists in table {table!r}; it was left as it is. "
@@ -726,15 +732,15 @@ def _drop(conn: sa.Connection, name: str, table: str, checkfirst: bool) -> bool:
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
         raise_if_table_missing(conn, table, exc)
         raise
-    dropped = result.rowcount == 1
-    if dropped:
-        block_holders.forget(row_key(table, name))
-    if not dropped and not checkfirst:
+    if result.rowcount != 1:
+        if checkfirst:
+            return False
         raise SequenceNotFoundError(
             f"sequence {name!r} does not exist in table {table!r}, so there is nothing to drop. "
             "Pass checkfirst=True to make this a no-op"
         )
-    return dropped
+    forget_row(conn, table, name)
+    return True
 
 
 create_table_sequence_async = _aio.awaitable(
