@@ -17,7 +17,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -53,6 +53,8 @@ __all__ = [
 
 #: Spanner's MOD takes INT64 operands
 MAX_SHARDS = 2**63 - 1
+#: with ``non_negative``, ``MOD(x, N) + N`` must stay within INT64
+MAX_NON_NEGATIVE_SHARDS = 2**62
 
 _farmhash: Any = None
 
@@ -84,7 +86,14 @@ def farm_fingerprint(value: str | bytes) -> int:
     :param value: the text (hashed as UTF-8) or bytes to hash.
     """
     if isinstance(value, str):
-        data: bytes = value.encode("utf-8")
+        try:
+            data: bytes = value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidShardError(
+                f"cannot hash {shown(value)}: it holds a lone surrogate "
+                f"({value[exc.start]!r} at index {exc.start}), which is not UTF-8 and which "
+                "a Spanner STRING cannot hold; pass the text decoded properly"
+            ) from None
     elif isinstance(value, (bytes, bytearray, memoryview)):
         data = bytes(value)
     else:
@@ -94,6 +103,17 @@ def farm_fingerprint(value: str | bytes) -> int:
         )
     unsigned: int = _fingerprint64()(data)
     return unsigned - (1 << 64) if unsigned >= (1 << 63) else unsigned
+
+
+def _check_shards(shards: int, non_negative: bool) -> None:
+    check_int(shards, "shards", InvalidShardError, min=1, max=MAX_SHARDS)
+    check_flag(non_negative, "non_negative", InvalidShardError)
+    if non_negative and shards > MAX_NON_NEGATIVE_SHARDS:
+        raise InvalidShardError(
+            f"non_negative=True takes shards up to 2**62, not {shards}: Spanner's "
+            "MOD(MOD(x, N) + N, N) overflows INT64 above it and its INSERT fails; "
+            "use fewer shards, or non_negative=False"
+        )
 
 
 def shard_of(value: str | bytes, shards: int, *, non_negative: bool = False) -> int:
@@ -107,12 +127,12 @@ def shard_of(value: str | bytes, shards: int, *, non_negative: bool = False) -> 
         -107
 
     :param value: the text (hashed as UTF-8) or bytes to hash.
-    :param shards: the number of shards ``N``, from 1 to 2**63 - 1.
+    :param shards: the number of shards ``N``, from 1 to 2**63 - 1 (to 2**62 with
+        ``non_negative=True``).
     :param non_negative: ``True`` for Python's ``%`` (``0 .. N - 1``) instead of
         Spanner's ``MOD``.
     """
-    check_int(shards, "shards", InvalidShardError, min=1, max=MAX_SHARDS)
-    check_flag(non_negative, "non_negative", InvalidShardError)
+    _check_shards(shards, non_negative)
     fingerprint = farm_fingerprint(value)
     if non_negative:
         return fingerprint % shards
@@ -124,23 +144,52 @@ def shard_of(value: str | bytes, shards: int, *, non_negative: bool = False) -> 
 _SPANNER_DEFAULT_ZONE = ZoneInfo("America/Los_Angeles")
 
 
+#: 400 Gregorian years, after which the calendar repeats exactly
+_GREGORIAN_CYCLE = timedelta(days=146097)
+#: before this UTC instant Python cannot compute Los Angeles' offset (the local time is in
+#: year 0); it is still the zone's first offset, its local mean time
+_FIRST_ZONED = datetime(1, 1, 2, tzinfo=timezone.utc)
+
+
 def _timestamp_text(value: datetime) -> str:
+    """GoogleSQL's text of a TIMESTAMP, in America/Los_Angeles (year 0001 to 9999 UTC).
+
+    Spanner writes the zone's offset truncated toward zero to whole minutes (before
+    1883-11-18 20:00 UTC, local mean time, -07:52:58, is -07:52) and computes the local
+    time with that offset; the year has four digits, and the first hours of 0001-01-01
+    UTC are written in local year 0000.
+    """
     if value.tzinfo is None or value.utcoffset() is None:
         raise NaiveDatetimeError(
             f"{value!r} has no timezone, and Spanner's TIMESTAMP is an instant; "
             "pass an aware datetime"
         )
-    local = value.astimezone(_SPANNER_DEFAULT_ZONE)
-    text = local.strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        utc = value.astimezone(timezone.utc)
+    except OverflowError:
+        raise InvalidShardError(
+            f"cannot hash {value!r}: it is outside Spanner's TIMESTAMP range, "
+            "0001-01-01 00:00:00 to 9999-12-31 23:59:59.999999 UTC"
+        ) from None
+    zoned = max(utc, _FIRST_ZONED).astimezone(_SPANNER_DEFAULT_ZONE)
+    seconds = int((zoned.utcoffset() or timedelta(0)).total_seconds())
+    minutes = abs(seconds) // 60  # toward zero, as Spanner does
+    offset = timedelta(minutes=-minutes if seconds < 0 else minutes)
+    naive = utc.replace(tzinfo=None)
+    try:
+        local, year_shift = naive + offset, 0
+    except OverflowError:  # local year 0, which datetime has not: 400 years on, the same day
+        local, year_shift = naive + _GREGORIAN_CYCLE + offset, 400
+    text = (
+        f"{local.year - year_shift:04d}-{local.month:02d}-{local.day:02d} "
+        f"{local.hour:02d}:{local.minute:02d}:{local.second:02d}"
+    )
     micro = local.microsecond
     if micro % 1000 == 0 and micro:
         text += f".{micro // 1000:03d}"
     elif micro:
         text += f".{micro:06d}"
-    offset = local.utcoffset() or timedelta(0)
-    sign = "-" if offset < timedelta(0) else "+"
-    minutes = abs(int(offset.total_seconds())) // 60
-    text += f"{sign}{minutes // 60:02d}"
+    text += f"{'-' if seconds < 0 else '+'}{minutes // 60:02d}"
     if minutes % 60:
         text += f":{minutes % 60:02d}"
     return text
@@ -151,8 +200,11 @@ def spanner_string(value: object) -> str:
 
     TIMESTAMP values are written in Spanner's default time zone,
     America/Los_Angeles, with 0, 3 or 6 fractional digits and the hour offset,
-    exactly as the cast does (``2024-01-01 19:04:05.678-08``). Any other type,
-    a naive datetime, or None raises an error instead of guessing.
+    exactly as the cast does (``2024-01-01 19:04:05.678-08``; before 1883-11-18
+    20:00 UTC, local mean time cut to whole minutes, ``1850-06-01 04:38:15-07:52``;
+    a year below 1000 in four digits). Any other type, a naive datetime, an
+    instant outside Spanner's range (years 1 to 9999 UTC), or None raises an
+    error instead of guessing.
 
     Example::
 
@@ -197,7 +249,8 @@ class ShardId:
         )
 
     :param columns: the names (keys) of the row's columns to hash, in order; at least one.
-    :param shards: the number of shards ``N``, from 1 to 2**63 - 1.
+    :param shards: the number of shards ``N``, from 1 to 2**63 - 1 (to 2**62 with
+        ``non_negative=True``).
     :param non_negative: ``True`` for ``0 .. N - 1``; ``False``, Spanner's ``MOD``,
         keeps the fingerprint's sign.
     """
@@ -205,8 +258,7 @@ class ShardId:
     def __init__(self, *columns: str, shards: int, non_negative: bool = False) -> None:
         if not columns:
             raise InvalidShardError("ShardId needs at least one column to hash")
-        check_int(shards, "shards", InvalidShardError, min=1, max=MAX_SHARDS)
-        check_flag(non_negative, "non_negative", InvalidShardError)
+        _check_shards(shards, non_negative)
         self.columns: Sequence[str] = tuple(
             check_name(getattr(c, "key", c), "a column to hash", InvalidShardError) for c in columns
         )
@@ -275,8 +327,21 @@ class _ShardComputed(CopiedComputed):
         return _ShardComputed(self.shard)
 
 
-def _spanner_expression(shard: ShardId, quote: Any) -> str:
-    parts = [f"CAST({quote(name)} AS STRING)" for name in shard.columns]
+def hashed_column_names(column: sa.Column[Any] | None, shard: ShardId) -> list[str]:
+    """The names of the columns ``shard`` hashes, in the table of the shard ``column``.
+
+    :class:`ShardId` takes the columns' keys (what an INSERT's parameters are named
+    by); DDL and a migration script need their names, which differ for a
+    ``Column("LastAccess", key="last_access")``. A key the table lacks is kept.
+    """
+    table = getattr(column, "table", None)
+    if not isinstance(table, sa.Table):
+        return list(shard.columns)
+    return [table.c[key].name if key in table.c else key for key in shard.columns]
+
+
+def _spanner_expression(shard: ShardId, quote: Any, names: Sequence[str] | None = None) -> str:
+    parts = [f"CAST({quote(name)} AS STRING)" for name in (names or shard.columns)]
     text = parts[0] if len(parts) == 1 else f"CONCAT({', '.join(parts)})"
     n = shard.shards
     if shard.non_negative:
@@ -287,7 +352,8 @@ def _spanner_expression(shard: ShardId, quote: Any) -> str:
 @compiles(_ShardComputed, "spanner+spanner")
 def _spanner_generated(element: _ShardComputed, compiler: DDLCompiler, **kw: Any) -> str:
     quote = compiler.preparer.quote
-    return f"AS ({_spanner_expression(element.shard, quote)}) STORED"
+    names = hashed_column_names(element.column, element.shard)
+    return f"AS ({_spanner_expression(element.shard, quote, names)}) STORED"
 
 
 @compiles(_ShardComputed)
@@ -553,7 +619,8 @@ def spanner_shard_column(
 
     :param name: the column's name.
     :param columns: the names (keys) of the columns to hash, in order; at least one.
-    :param shards: the number of shards ``N``, from 1 to 2**63 - 1.
+    :param shards: the number of shards ``N``, from 1 to 2**63 - 1 (to 2**62 with
+        ``non_negative=True``).
     :param non_negative: ``True`` for ``0 .. N - 1`` (``MOD(MOD(..., N) + N, N)``);
         ``False``, Spanner's ``MOD``, keeps the fingerprint's sign.
     :param column_kw: keyword arguments of ``sqlalchemy.Column`` (``primary_key=True``);

@@ -39,7 +39,7 @@ from sqlalchemy_seqkeys.bitreverse import BitReversed, BitReversedSequence
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import inexact_collation, read_next_value
 from sqlalchemy_seqkeys.server_keys import ServerUuid
-from sqlalchemy_seqkeys.shard import _ShardComputed
+from sqlalchemy_seqkeys.shard import _ShardComputed, hashed_column_names
 from sqlalchemy_seqkeys.uuid7_sql import ServerUuid7
 from sqlalchemy_seqkeys.workers import MARK_COLUMN
 
@@ -377,7 +377,8 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
         if isinstance(computed, _ShardComputed):
             autogen_context.imports.add(IMPORT)
             shard = computed.shard
-            args = ", ".join(repr(c) for c in (obj.name, *shard.columns))
+            # the script's columns are written by name (a key is not rendered)
+            args = ", ".join(repr(c) for c in (obj.name, *hashed_column_names(obj, shard)))
             extra = ", non_negative=True" if shard.non_negative else ""
             return (
                 f"sqlalchemy_seqkeys.spanner_shard_column({args}, shards={shard.shards}{extra}, "

@@ -19,6 +19,7 @@ from sqlalchemy_seqkeys import (
     InvalidShardError,
     NaiveDatetimeError,
     ShardId,
+    farm_fingerprint,
     fill_shard_columns,
     spanner_shard_column,
     spanner_string,
@@ -184,3 +185,64 @@ def check_filled_on_insert(engine: Engine) -> None:
             conn.execute(sa.insert(table), incomplete)
     finally:
         metadata.drop_all(engine)
+
+
+def test_hashed_columns_whose_key_is_not_their_name(engine: Engine) -> None:
+    """Spanner's generated column names the columns; the filled value reads the keys."""
+    metadata = sa.MetaData()
+    table = sa.Table(
+        "seqkeys_shard_keyed",
+        metadata,
+        sa.Column("UserId", sa.BigInteger, primary_key=True, autoincrement=False, key="user_id"),
+        sa.Column("LastAccess", sa.DateTime(timezone=True), nullable=False, key="last_access"),
+        spanner_shard_column("ShardId", "user_id", "last_access", shards=64, key="shard_id"),
+    )
+    shard = ShardId("user_id", "last_access", shards=64)
+    start = datetime(1850, 6, 1, 12, 30, 15, tzinfo=timezone.utc)  # LMT, too
+    rows = [
+        {"user_id": u, "last_access": start + timedelta(days=4099 * u, seconds=u)}
+        for u in range(40)
+    ]
+    with own_engine(engine) as mine:
+        fill_shard_columns(mine)
+        metadata.drop_all(mine)
+        metadata.create_all(mine)
+        try:
+            with mine.begin() as conn:
+                conn.execute(sa.insert(table), rows[:30])
+                conn.execute(sa.insert(table), rows[30])
+                conn.execute(sa.insert(table).values(**rows[31]))
+            with mine.connect() as conn:
+                select = sa.select(table.c.user_id, table.c.shard_id)
+                stored = dict(conn.execute(select).all())
+            assert stored == {
+                r["user_id"]: shard.of(r["user_id"], r["last_access"]) for r in rows[:32]
+            }
+        finally:
+            metadata.drop_all(mine)
+
+
+@pytest.mark.parametrize("shards", [3, 2**62])
+def test_non_negative_shards_up_to_2_62(engine: Engine, shards: int) -> None:
+    """``MOD(MOD(x, N) + N, N)`` stays within INT64 on Spanner for every N it is given."""
+    metadata = sa.MetaData()
+    table = sa.Table(
+        "seqkeys_shard_non_negative",
+        metadata,
+        sa.Column("k", sa.String(20), primary_key=True),
+        spanner_shard_column("shard", "k", shards=shards, non_negative=True),
+    )
+    keys = [f"k{i}" for i in range(60)] + ["d", "a", "alphabet"]
+    with own_engine(engine) as mine:
+        fill_shard_columns(mine)
+        metadata.drop_all(mine)
+        metadata.create_all(mine)
+        try:
+            with mine.begin() as conn:
+                conn.execute(sa.insert(table), [{"k": k} for k in keys])
+            with mine.connect() as conn:
+                stored = dict(conn.execute(sa.select(table.c.k, table.c.shard)).all())
+            assert stored == {k: farm_fingerprint(k) % shards for k in keys}
+            assert any(farm_fingerprint(k) < 0 for k in keys)
+        finally:
+            metadata.drop_all(mine)

@@ -3,6 +3,7 @@ of an engine to shard-column filling (fill_shard_columns and the seqkeys_shards 
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -14,11 +15,14 @@ from sqlalchemy.orm import Session
 from sqlalchemy_seqkeys import (
     InvalidBitReversalError,
     InvalidShardError,
+    ShardId,
     Snowflake,
     farm_fingerprint,
     fill_shard_columns,
     reverse_bits,
     shard_of,
+    spanner_shard_column,
+    spanner_string,
 )
 from sqlalchemy_seqkeys.shard import ShardColumnsPlugin
 from tests._helpers import without_package
@@ -148,3 +152,122 @@ def _fill_shard_ids() -> Any:
     from sqlalchemy_seqkeys import shard
 
     return shard._fill_shard_ids
+
+
+# -- the text of a TIMESTAMP, and what cannot be hashed ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("instant", "text", "shard"),
+    [
+        # CAST(@t AS STRING) and MOD(FARM_FINGERPRINT(CAST(@t AS STRING)), 2048) on the emulator:
+        # before 1883-11-18 20:00 UTC, Los Angeles' LMT, -07:52:58, truncated to -07:52, and the
+        # local time computed with the truncated offset; years below 1000 padded to 4 digits
+        ((1, 1, 1, 0, 0, 0, 0), "0000-12-31 16:08:00-07:52", -1935),
+        ((1, 1, 1, 0, 0, 0, 1000), "0000-12-31 16:08:00.001-07:52", -1320),
+        ((1, 1, 1, 7, 51, 59, 999999), "0000-12-31 23:59:59.999999-07:52", -1907),
+        ((1, 1, 1, 7, 52, 59, 0), "0001-01-01 00:00:59-07:52", -1899),
+        ((999, 12, 31, 12, 0, 0, 0), "0999-12-31 04:08:00-07:52", 1885),
+        ((1850, 6, 1, 12, 30, 15, 0), "1850-06-01 04:38:15-07:52", -851),
+        ((1883, 11, 18, 19, 59, 59, 999999), "1883-11-18 12:07:59.999999-07:52", 1612),
+        ((1883, 11, 18, 20, 0, 0, 0), "1883-11-18 12:00:00-08", -1440),
+        ((9999, 12, 31, 23, 59, 59, 999999), "9999-12-31 15:59:59.999999-08", 398),
+    ],
+)
+def test_timestamp_text_equals_spanners_at_the_edges(
+    instant: tuple[int, ...], text: str, shard: int
+) -> None:
+    value = datetime(*instant, tzinfo=timezone.utc)
+    assert spanner_string(value) == text
+    assert ShardId("t", shards=2048).of(value) == shard
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime.max.replace(tzinfo=timezone(timedelta(hours=-12))),  # 10000-01-01 in UTC
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))),  # 0000-12-31 in UTC
+    ],
+    ids=["after 9999", "before year 1"],
+)
+def test_a_timestamp_spanner_cannot_hold_is_refused(value: datetime) -> None:
+    with pytest.raises(InvalidShardError, match="outside Spanner's TIMESTAMP range"):
+        spanner_string(value)
+    with pytest.raises(InvalidShardError, match="outside Spanner's TIMESTAMP range"):
+        ShardId("t", shards=16).of(value)
+
+
+@pytest.mark.parametrize("text", ["\ud800", "a\udc80b"])
+def test_a_lone_surrogate_is_refused(text: str) -> None:
+    with pytest.raises(InvalidShardError, match="lone surrogate"):
+        farm_fingerprint(text)
+    with pytest.raises(InvalidShardError, match="lone surrogate"):
+        shard_of(text, 16)
+    with pytest.raises(InvalidShardError, match="lone surrogate"):
+        ShardId("s", shards=16).of(text)
+
+
+# -- non_negative: MOD(MOD(x, N) + N, N) stays within INT64 -----------------------------------
+
+
+@pytest.mark.parametrize("shards", [2**62 + 1, 2**63 - 2, 2**63 - 1])
+def test_non_negative_refuses_shards_spanner_would_overflow(shards: int) -> None:
+    match = r"non_negative=True takes shards up to 2\*\*62"
+    with pytest.raises(InvalidShardError, match=match):
+        shard_of("a", shards, non_negative=True)
+    with pytest.raises(InvalidShardError, match=match):
+        ShardId("a", shards=shards, non_negative=True)
+    with pytest.raises(InvalidShardError, match=match):
+        spanner_shard_column("shard", "a", shards=shards, non_negative=True)
+    assert shard_of("a", shards) == -(abs(farm_fingerprint("a")) % shards)  # MOD alone is fine
+
+
+def test_non_negative_up_to_2_62_is_pythons_modulo() -> None:
+    for text in ("a", "1footrue", "alphabet", "2applefalse"):
+        for shards in (1, 16, 2**31, 2**62 - 1, 2**62):
+            assert shard_of(text, shards, non_negative=True) == farm_fingerprint(text) % shards
+
+
+# -- a hashed column whose key is not its name ------------------------------------------------
+
+
+def keyed_table() -> sa.Table:
+    return sa.Table(
+        "UserAccessLogs",
+        sa.MetaData(),
+        sa.Column("UserId", sa.BigInteger, primary_key=True, autoincrement=False, key="user_id"),
+        sa.Column("LastAccess", sa.DateTime(timezone=True), key="last_access"),
+        spanner_shard_column("ShardId", "user_id", "last_access", shards=64, key="shard_id"),
+    )
+
+
+def test_spanner_ddl_names_the_hashed_columns_not_their_keys() -> None:
+    from google.cloud.sqlalchemy_spanner.sqlalchemy_spanner import SpannerDialect
+    from sqlalchemy.schema import CreateTable
+
+    ddl = " ".join(str(CreateTable(keyed_table()).compile(dialect=SpannerDialect())).split())
+    assert (
+        "`ShardId` INT64 NOT NULL AS (MOD(FARM_FINGERPRINT(CONCAT(CAST(`UserId` AS STRING), "
+        "CAST(`LastAccess` AS STRING))), 64)) STORED" in ddl
+    )
+    assert "last_access" not in ddl
+    assert "user_id" not in ddl
+
+
+def test_alembic_renders_the_hashed_columns_by_name() -> None:
+    from alembic.autogenerate import render_python_code
+    from alembic.operations import ops
+
+    import sqlalchemy_seqkeys.alembic
+
+    code = render_python_code(
+        ops.UpgradeOps(ops=[ops.CreateTableOp.from_table(keyed_table())]),
+        render_item=sqlalchemy_seqkeys.alembic.render_item,
+    )
+    # Alembic writes the script's columns by name (sa.Column('LastAccess', ...)): the shard
+    # column of the script must hash those names, not the model's keys
+    assert "sa.Column('LastAccess'" in code
+    assert (
+        "sqlalchemy_seqkeys.spanner_shard_column('ShardId', 'UserId', 'LastAccess', shards=64, "
+        "nullable=False)" in code
+    )
