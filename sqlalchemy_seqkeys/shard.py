@@ -216,6 +216,11 @@ def spanner_string(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise InvalidShardError(
+                f"cannot hash {value}: Spanner's INT64 holds -2**63 to 2**63 - 1, so no row "
+                "there has that key"
+            )
         return str(value)
     if isinstance(value, str):
         return value

@@ -271,3 +271,11 @@ def test_alembic_renders_the_hashed_columns_by_name() -> None:
         "sqlalchemy_seqkeys.spanner_shard_column('ShardId', 'UserId', 'LastAccess', shards=64, "
         "nullable=False)" in code
     )
+
+
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 2**70])
+def test_an_int_spanner_cannot_hold_is_refused(value: int) -> None:
+    with pytest.raises(InvalidShardError, match="INT64"):
+        spanner_string(value)
+    assert spanner_string(2**63 - 1) == str(2**63 - 1)
+    assert spanner_string(-(2**63)) == str(-(2**63))
