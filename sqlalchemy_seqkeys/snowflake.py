@@ -126,6 +126,23 @@ def _inverse_of(transform: Callable[[int], int]) -> Callable[[int], int] | None:
 
 _bind_locks: dict[int, threading.Lock] = {}
 
+#: (layout, worker id, clock) -> the last tick a sequence of this process minted
+#: with that worker id before a generator bound elsewhere (under the bind lock).
+#: A sequence that takes the worker id over, fixed or leased, starts after it.
+#: Keyed by the clock too: a test's frozen clock never delays the real one's ids.
+_RetiredKey = tuple[SnowflakeLayout, int, object]
+_retired: dict[_RetiredKey, int] = {}
+
+
+def _same_clock(clock: Callable[[], int]) -> object:
+    """The function behind a clock (a user's clock is wrapped once per generator and lease)."""
+    return getattr(clock, "__wrapped__", clock)
+
+
+def _retired_tick(layout: SnowflakeLayout, worker_id: int, clock: Callable[[], int]) -> int:
+    """The last tick this process minted with ``worker_id`` in a binding since left (-1: none)."""
+    return _retired.get((layout, worker_id, _same_clock(clock)), -1)
+
 
 #: (start ns, end ns, counter, cap, tick) of the tick being minted
 _TickState = tuple[int, int, "itertools.count[int]", int, int]
@@ -213,13 +230,17 @@ class _Ticks:
         return self.of((ms + 1) * 1_000_000) - 1
 
 
-def _minter(sequence: _Sequence, on_fork: Callable[[], int]) -> Callable[[], int]:
+def _minter(
+    sequence: _Sequence, on_fork: Callable[[], int], redirect: list[Callable[[], int] | None]
+) -> Callable[[], int]:
     """One generator's hot path over ``sequence``: a flat function, built once.
 
     A function, not a bound method: called through ``Snowflake.__call__`` it
     costs 8% fewer nanoseconds an id (measured against a ``__slots__`` class
     with a ``mint`` method). It holds no state of its own: the current tick is
-    ``sequence.box[0]``, which the sequence writes under its lock.
+    ``sequence.box[0]``, which the sequence writes under its lock. Once the
+    generator is bound elsewhere, ``redirect[0]`` holds its new minter, and
+    the slow path goes there (checked under the sequence's lock).
     """
     box = sequence.box
     clock = sequence.clock
@@ -248,7 +269,7 @@ def _minter(sequence: _Sequence, on_fork: Callable[[], int]) -> Callable[[], int
                 value = next(s[2])
                 if value <= s[3]:
                     return value
-            return slow(on_fork)
+            return slow(on_fork, redirect)
 
         return mint
 
@@ -265,23 +286,48 @@ def _minter(sequence: _Sequence, on_fork: Callable[[], int]) -> Callable[[], int
                 value = next(s[2])
                 if value <= s[3]:
                     return value
-        return slow(on_fork)
+        return slow(on_fork, redirect)
 
     return mint_locked
 
 
-class _Transformed:
-    """A minter's ids passed through a generator's ``transform``."""
+def _transformed(
+    mint: Callable[[], int], transform: Callable[[int], int], layout: SnowflakeLayout
+) -> Callable[[], int]:
+    """A minter's ids passed through a generator's ``transform``, kept within the layout
+    (a closure: its names are cell loads, cheaper than a bound method's attributes)."""
+    limit = layout.max_id
 
-    __slots__ = ("_mint", "_transform")
+    def mint_transformed() -> int:
+        raw = mint()
+        value = transform(raw)
+        if 0 <= value <= limit:
+            return value
+        raise _past_layout(layout, raw, value)
 
-    def __init__(self, mint: Callable[[], int], transform: Callable[[int], int]) -> None:
-        self._mint = mint
-        self._transform = transform
+    return mint_transformed
 
-    def mint(self) -> int:
-        """The next id, transformed."""
-        return self._transform(self._mint())
+
+def _past_layout(layout: SnowflakeLayout, raw: int, value: int) -> InvalidSnowflakeError:
+    limit = layout.max_id
+    why = " (2**53 - 1: JavaScript would round it)" if limit == 2**53 - 1 else ""
+    return InvalidSnowflakeError(
+        f"the transform turned id {raw} into {value}, past the layout's largest id "
+        f"{limit}{why}; it was not handed out. Use a transform whose ids stay within "
+        f"0 .. {limit}, or a layout of more bits"
+    )
+
+
+def _check_transform_fits(layout: SnowflakeLayout, transform: Callable[[int], int]) -> None:
+    # reverse_bits spreads ids over 63 bits: a narrower layout's column would not hold them
+    from .bitreverse import reverse_bits
+
+    func = transform.func if isinstance(transform, functools.partial) else transform
+    if func is reverse_bits and layout.max_id < MAX_INT64:
+        raise InvalidSnowflakeError(
+            f"transform=reverse_bits spreads ids over 63 bits, past this layout's largest id "
+            f"{layout.max_id} ({layout.total_bits} bits); use rotate_digits, or a 63-bit layout"
+        )
 
 
 class _Sequence:
@@ -360,9 +406,12 @@ class _Sequence:
         self._forward: Callable[[], int] | None = None  # where calls go once halted
         self._given_up = False  # see relinquished
 
-    def minter(self, on_fork: Callable[[], int]) -> Callable[[], int]:
-        """The hot path of this sequence for one generator (``on_fork``: its rebind)."""
-        return _minter(self, on_fork)
+    def minter(
+        self, on_fork: Callable[[], int], redirect: list[Callable[[], int] | None]
+    ) -> Callable[[], int]:
+        """The hot path of this sequence for one generator (``on_fork``: its rebind;
+        ``redirect``: where its calls go once it is bound elsewhere)."""
+        return _minter(self, on_fork, redirect)
 
     def _publish(self, state: _TickState) -> None:
         # Under the lock.
@@ -385,22 +434,47 @@ class _Sequence:
             self._forward = successor
             return self._last
 
+    def detach(self, redirect: list[Callable[[], int] | None], successor: Callable[[], int]) -> int:
+        """One generator leaves this (shared) sequence: its calls that reach the slow
+        path from now on go to ``successor``; return the last tick (-1 if none).
+
+        Its calls that read the current tick's state may still mint in it.
+        """
+        with self.lock:
+            redirect[0] = successor
+            return self._last
+
+    def start_after(self, tick: int, state: _TickState) -> None:
+        """Under the lock, with ``_STOPPED`` published: mint only past ``tick`` (another
+        sequence of this process minted up to it with this worker id); ``state``: the
+        tick state to publish again if the current tick is already past it."""
+        if tick >= self._last:
+            self._last = tick  # a call in tick ``tick`` waits for the next one
+        else:
+            self._publish(state)
+
     def halt(self) -> int:
         """Stop; the last Unix millisecond minted (-1 if none): what a successor must pass."""
         tick = self.stop(None)
         return self._ticks.last_ms(tick) if tick >= 0 else -1
 
-    def mint_slow(self, on_fork: Callable[[], int]) -> int:
+    def mint_slow(
+        self, on_fork: Callable[[], int], redirect: list[Callable[[], int] | None]
+    ) -> int:
         """The slow path: under the lock, waiting outside it."""
         deadline = 0.0
         lease = self.lease
         while True:
             with self.lock:
-                try:
-                    return self._next_tick(deadline)
-                except _Wait as wait:
-                    pending = wait
+                moved = redirect[0]  # the generator was bound elsewhere
+                if moved is None:
+                    try:
+                        return self._next_tick(deadline)
+                    except _Wait as wait:
+                        pending = wait
             # Outside the lock: the wait may hand an event loop to other tasks.
+            if moved is not None:
+                return moved()
             if self._forward is not None:
                 return self._forward()
             if pending.rebind:
@@ -441,37 +515,38 @@ class _Sequence:
         if self._halted:
             self._refuse_halted()
         ticks = self._ticks
-        while True:
-            t = self.clock()  # read anew under the lock: every earlier holder read before
-            now = ticks.of(t)
-            last = self._last
-            if now < last:
-                back = last - now
-                if not self.waits or back > self._max_back_ticks:
-                    raise ClockMovedBackwardsError(back * ticks.unit_ns / 1e6)
-                raise _Wait(min(back * ticks.unit_ns / 1e9, 0.01))  # wait the step out
-            if now == last:
-                s = self.box[0]
-                if s is _STOPPED:  # a retired sequence's tick: wait for the next one
-                    raise _Wait((ticks.start_ns(now + 1) - t) / 1e9)
+        t = self.clock()  # read anew under the lock: every earlier holder read before
+        now = ticks.of(t)
+        last = self._last
+        if now < 0:
+            raise _before_epoch(self.layout, t)
+        if now < last:
+            back = last - now
+            if not self.waits or back > self._max_back_ticks:
+                raise ClockMovedBackwardsError(back * ticks.unit_ns / 1e6)
+            raise _Wait(min(back * ticks.unit_ns / 1e9, 0.01))  # wait the step out
+        if now == last:
+            s = self.box[0]
+            if s is not _STOPPED:  # _STOPPED: a tick another sequence minted in
                 value = next(s[2])
                 if value <= s[3]:
                     return value
-                time.sleep(0)  # every sequence value of this tick is used
-                continue
-            if self.lease is not None:
-                self._check_lease(now, t, deadline)
-            if now >= self._tick_limit:
-                raise InvalidSnowflakeError(
-                    f"the layout's timestamp field ran out at {self.layout.exhausted_at}"
-                )
-            first = (now << self._ts_shift) | self._worker_part
-            counter = itertools.count(first, self._step)
-            value = next(counter)
-            start = ticks.start_ns(now)
-            self._publish((start, start + ticks.unit_ns, counter, first + self._seq_span, now))
-            self._last = now
-            return value
+            # This tick is used up (or not ours): wait for the next one, outside
+            # the lock (in SQLAlchemy's greenlet the event loop runs meanwhile).
+            raise _Wait((ticks.start_ns(now + 1) - t) / 1e9)
+        if self.lease is not None:
+            self._check_lease(now, t, deadline)
+        if now >= self._tick_limit:
+            raise InvalidSnowflakeError(
+                f"the layout's timestamp field ran out at {self.layout.exhausted_at}"
+            )
+        first = (now << self._ts_shift) | self._worker_part
+        counter = itertools.count(first, self._step)
+        value = next(counter)
+        start = ticks.start_ns(now)
+        self._publish((start, start + ticks.unit_ns, counter, first + self._seq_span, now))
+        self._last = now
+        return value
 
     def _check_lease(self, now: int, t: int, deadline: float) -> None:
         # After the clock was read: a pause before this line shows here.
@@ -486,6 +561,16 @@ class _Sequence:
             raise _Wait(min(ahead_s, 0.05), floor=True)
         if now > ticks.before_ms(lease.mark_ms):
             raise _Wait(extend_to_ms=ticks.last_ms(now))
+
+
+def _before_epoch(layout: SnowflakeLayout, t: int) -> InvalidSnowflakeError:
+    # A tick before 0: the clock has not reached the layout's epoch.
+    now = UNIX_EPOCH + timedelta(microseconds=t // 1000)
+    return InvalidSnowflakeError(
+        f"the layout's epoch {layout.epoch.isoformat()} is ahead of the clock "
+        f"({now.isoformat()}): ids count ticks from the epoch and none exists before it. "
+        "Give the layout an epoch in the past (the day of the first id), or check the clock"
+    )
 
 
 def _floor_error(lease: Lease, floor_ms: int, t: int) -> ClockSkewError:
@@ -551,11 +636,13 @@ class Snowflake:
     clock-backwards mode. A bad argument raises
     :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError` before anything else
     happens. Under asyncio, a wait (a clock step back, the previous holder's
-    mark) inside SQLAlchemy's greenlet (a column default under
-    ``AsyncSession``) awaits, and the loop runs on; called straight from a
-    coroutine the generator cannot await, and such a wait (at most
-    ``max_backwards_ms``) holds the loop: pass ``on_clock_backwards="raise"``
-    where that matters. See docs/strategies/snowflake.md.
+    mark, a tick whose sequence is used up) inside SQLAlchemy's greenlet (a
+    column default under ``AsyncSession``) awaits, and the loop runs on;
+    called straight from a coroutine the generator cannot await, and such a
+    wait (at most ``max_backwards_ms``, or the rest of a tick) holds the
+    loop: pass ``on_clock_backwards="raise"`` where that matters. A
+    ``transform`` whose result the layout cannot hold (past ``layout.max_id``)
+    raises instead of handing it out. See docs/strategies/snowflake.md.
 
     :param worker_id: an int unique among live processes minting with the
         same layout; or a :class:`~sqlalchemy_seqkeys.WorkerLease` /
@@ -609,6 +696,8 @@ class Snowflake:
         for name, fn in (("after_fork", after_fork), ("transform", transform), ("clock", clock)):
             if fn is not None and not callable(fn):
                 raise InvalidSnowflakeError(f"{name} must be callable, not {fn!r}")
+        if transform is not None:
+            _check_transform_fits(self.layout, transform)
         self.after_fork = after_fork
         self.transform = transform
         self._inverse = None if transform is None else _inverse_of(transform)
@@ -618,11 +707,9 @@ class Snowflake:
         #: the worker id it mints with (None until bound)
         self.worker_id: int | None = None
         self._sequence: _Sequence | None = None
-        # fixed worker id -> the last tick a sequence of this generator minted
-        # with it before a rebind retired that sequence
-        self._retired: dict[int, int] = {}
+        # where the current binding's calls go once the generator is bound elsewhere
+        self._redirect: list[Callable[[], int] | None] = [None]
         self._mint: Callable[[], int] = self._unbound
-        self._raw: Callable[[], int] = self._unbound
         if worker_id is not None:
             self.bind(worker_id)
 
@@ -635,8 +722,10 @@ class Snowflake:
         (a new lease after the old one was lost) is safe while other threads
         and tasks mint: calls already under way finish on the old binding
         (which stays valid, or raises), later ones use the new one, and no id
-        is minted twice across the switch. Rebinding to a fixed worker id this
-        generator used before starts after the last tick it minted there;
+        is minted twice across the switch. A binding to a worker id that this
+        process minted with before (a fixed id, or a lease holding that id,
+        from this generator or another of the same layout and clock) starts
+        after the last tick minted there, waiting for the next tick if need be;
         rebinding to the same fixed id or the same lease changes nothing.
 
         :param worker_id: a started :class:`~sqlalchemy_seqkeys.WorkerLease` /
@@ -670,17 +759,28 @@ class Snowflake:
                 sequence = self._own_sequence(fixed)
             if sequence is old:
                 return
+            redirect: list[Callable[[], int] | None] = [None]
+            raw = sequence.minter(self._after_fork, redirect)
+            if mine and old is not None:
+                self._switch(old, sequence, raw)
             self.lease = lease
-            self._use(sequence)
-            if mine and old is not None and old.lease is None:
-                # The fixed id's sequence is ours alone: no id of a later tick
-                # comes from it, and calls that reach it now go to the new
-                # binding. A lease's sequence stays with the lease (other
-                # generators may share it).
-                raw = self._raw
-                tick = old.stop(lambda: raw())
-                if tick >= 0:
-                    self._retired[old.worker_id] = max(self._retired.get(old.worker_id, -1), tick)
+            self._use(sequence, raw, redirect)
+
+    def _switch(self, old: _Sequence, new: _Sequence, raw: Callable[[], int]) -> None:
+        # Under the bind lock, before ``new`` is published: ``old`` mints no id
+        # of a later tick, its calls that reach the slow path go to ``raw``, and
+        # ``new`` mints only past every tick this process minted with its worker id.
+        with new.lock:
+            state = new.box[0]  # a lease's sequence may be minting for other generators
+            new._publish(_STOPPED)  # (even a call forwarded from ``old`` waits here)
+            # A fixed id's sequence is ours alone: it stops. A lease's sequence
+            # stays with the lease (other generators may share it); only this
+            # generator's calls leave it.
+            last = old.stop(raw) if old.lease is None else old.detach(self._redirect, raw)
+            if last >= 0:
+                key = (old.layout, old.worker_id, _same_clock(old.clock))
+                _retired[key] = max(_retired.get(key, -1), last)
+            new.start_after(_retired_tick(new.layout, new.worker_id, new.clock), state)
 
     def _unbound(self) -> int:
         raise WorkerIdNotBoundError(
@@ -714,8 +814,9 @@ class Snowflake:
         )
 
     def _own_sequence(self, worker_id: int) -> _Sequence:
-        after = self._retired.get(worker_id, -1)
-        return self._new_sequence(worker_id, self._clock_arg or time.time_ns, None, after)
+        clock = self._clock_arg or time.time_ns
+        after = _retired_tick(self.layout, worker_id, clock)
+        return self._new_sequence(worker_id, clock, None, after)
 
     def _sequence_of(self, lease: Lease) -> _Sequence:
         # Every generator bound to one lease shares its sequence: one worker
@@ -728,12 +829,17 @@ class Snowflake:
         def shared(current: _Sequence | None) -> _Sequence:
             lease.check()
             if current is None:
-                return self._new_sequence(lease.worker_id, self._clock_arg or lease.clock, lease)
+                clock = self._clock_arg or lease.clock
+                after = _retired_tick(self.layout, lease.worker_id, clock)
+                return self._new_sequence(lease.worker_id, clock, lease, after)
             if (
                 current.layout != self.layout
                 or current.waits != (self.on_clock_backwards is ClockBackwardsMode.WAIT)
                 or current.max_backwards_ms != self.max_backwards_ms
-                or (self._clock_arg is not None and self._clock_arg is not current.clock)
+                or (
+                    self._clock_arg is not None
+                    and _same_clock(self._clock_arg) is not _same_clock(current.clock)
+                )
             ):
                 raise InvalidSnowflakeError(
                     f"another Snowflake bound to this lease (worker id {lease.worker_id}) uses "
@@ -744,13 +850,20 @@ class Snowflake:
 
         return lease.bind_minter(shared)
 
-    def _use(self, sequence: _Sequence) -> None:
+    def _use(
+        self,
+        sequence: _Sequence,
+        mint: Callable[[], int] | None = None,
+        redirect: list[Callable[[], int] | None] | None = None,
+    ) -> None:
+        if mint is None or redirect is None:
+            redirect = [None]
+            mint = sequence.minter(self._after_fork, redirect)
         self._sequence = sequence
+        self._redirect = redirect
         self.worker_id = sequence.worker_id
-        mint = sequence.minter(self._after_fork)
-        self._raw = mint
         transform = self.transform
-        self._mint = mint if transform is None else _Transformed(mint, transform).mint
+        self._mint = mint if transform is None else _transformed(mint, transform, self.layout)
 
     def __repr__(self) -> str:
         if self.worker_id is None:

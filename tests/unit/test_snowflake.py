@@ -392,3 +392,112 @@ def test_rebinding_while_threads_mint(lock_free: bool, monkeypatch: pytest.Monke
     every = [v for out in results for v in out]
     assert len(set(every)) == len(every)
     assert {ids.decode(v).worker_id for v in every} == {1, 2}
+
+
+# -- a used-up tick, an epoch ahead of the clock, a transform past the layout --------
+
+
+class CountingClock(FakeClock):
+    """A FakeClock that counts its reads."""
+
+    def __init__(self, ms: int) -> None:
+        super().__init__(ms)
+        self.reads = 0
+
+    def __call__(self) -> int:
+        self.reads += 1
+        return self.ns
+
+
+def test_a_used_up_tick_is_waited_out_not_spun() -> None:
+    # The clock stands still for 0.2 s after the tick's 4,096 ids: the call sleeps
+    # until the tick's end and reads the clock again, at most once a millisecond,
+    # instead of reading it in a loop under the lock (thousands of reads).
+    clock = CountingClock(NOW_MS)
+    ids = Snowflake(worker_id=1, clock=clock)
+    first_tick = [ids() for _ in range(4096)]
+    reads = clock.reads
+    timer = threading.Timer(0.2, clock.advance_ms, args=(1,))
+    timer.start()
+    value = ids()
+    timer.join()
+    assert ids.decode(value).sequence == 0
+    assert value > first_tick[-1]
+    assert clock.reads - reads < 400, clock.reads - reads
+
+
+def test_a_used_up_tick_lets_the_event_loop_run() -> None:
+    # Ticks of half a second: the call after a tick's 16 ids waits almost all of it.
+    # As a column default under AsyncSession (SQLAlchemy's greenlet) it awaits.
+    import asyncio
+
+    from sqlalchemy.util import greenlet_spawn
+
+    from tests._loopticker import BLOCKED_S, LoopTicker
+
+    layout = SnowflakeLayout(
+        timestamp_bits=34,
+        worker_bits=10,
+        sequence_bits=4,
+        epoch=datetime(2025, 1, 1, tzinfo=UTC),
+        time_unit=timedelta(milliseconds=500),
+    )
+    tick0 = layout.epoch + layout.time_unit * 3_000_000  # some tick's first instant
+    base = int(tick0.timestamp()) * 1_000_000_000 + tick0.microsecond * 1000
+    started: list[int] = []
+
+    def clock() -> int:  # that tick starts at the first reading
+        if not started:
+            started.append(time.monotonic_ns())
+        return base + time.monotonic_ns() - started[0]
+
+    ids = Snowflake(worker_id=3, layout=layout, clock=clock)
+
+    async def main() -> tuple[list[int], LoopTicker, float]:
+        async with LoopTicker() as ticker:
+            began = time.monotonic()
+            out = await greenlet_spawn(lambda: [ids() for _ in range(17)])
+            took = time.monotonic() - began
+            await asyncio.sleep(0.02)  # the ticker wakes once more: a stall shows now
+        return out, ticker, took
+
+    out, ticker, took = asyncio.run(main())
+    assert len(set(out)) == 17
+    assert ids.decode(out[-1]).sequence == 0
+    assert took > 0.4  # the rest of the tick was waited out
+    assert ticker.max_late < BLOCKED_S, ticker
+    assert ticker.ticks > 20, ticker  # it ran while the tick was waited out
+
+
+def test_an_epoch_ahead_of_the_clock_says_so() -> None:
+    layout = SnowflakeLayout.js_safe(epoch=datetime.now(UTC) + timedelta(days=30))
+    ids = Snowflake(worker_id=1, layout=layout)
+    with pytest.raises(InvalidSnowflakeError, match=r"epoch .* is ahead of the clock") as info:
+        ids()
+    assert not isinstance(info.value, ClockMovedBackwardsError)
+    assert "max_backwards_ms" not in str(info.value)
+
+
+def test_a_transform_past_a_js_safe_layout_raises() -> None:
+    # rotate_digits moves a late 53-bit id's last digit up front: past 2**53 - 1
+    layout = SnowflakeLayout.js_safe()
+    tick = layout.tick_limit - 3
+    start_ms = int((layout.epoch + layout.time_unit * tick).timestamp() * 1000)
+    ids = Snowflake(
+        worker_id=255,
+        layout=layout,
+        transform=rotate_digits,
+        clock=FakeClock(start_ms),
+    )
+    with pytest.raises(InvalidSnowflakeError, match=r"past the layout's largest id"):
+        [ids() for _ in range(128)]
+    early = Snowflake(worker_id=255, layout=layout, transform=rotate_digits)
+    assert 0 < early() <= 2**53 - 1  # today's ids rotate within 53 bits
+
+
+def test_reverse_bits_is_refused_with_a_layout_narrower_than_63_bits() -> None:
+    from sqlalchemy_seqkeys import reverse_bits
+
+    with pytest.raises(InvalidSnowflakeError, match="reverse_bits"):
+        Snowflake(worker_id=1, layout=SnowflakeLayout.js_safe(), transform=reverse_bits)
+    Snowflake(worker_id=1, transform=reverse_bits)  # 63 bits: fine
