@@ -32,6 +32,7 @@ __all__ = [
     "register_alembic_impl",
     "set_column_default",
     "type_variants",
+    "without_overflow_limit",
 ]
 
 
@@ -173,6 +174,21 @@ def proxied_engine(engine: sa.Engine) -> sa.Engine:
         if not isinstance(proxied, sa.Engine):
             return engine
         engine = proxied
+
+
+# -- pools -----------------------------------------------------------------------------
+
+
+def without_overflow_limit(pool: sa.pool.Pool) -> sa.pool.Pool:
+    """``pool`` (new, unused) opens as many connections as are asked for at once.
+
+    A ``QueuePool``'s ``max_overflow`` becomes -1, its "no limit"
+    (``QueuePool._max_overflow``, set in ``__init__`` and read at each
+    checkout: 2.0, 2.1); it keeps ``pool_size`` connections idle as before.
+    """
+    if isinstance(pool, sa.pool.QueuePool):
+        pool._max_overflow = -1
+    return pool
 
 
 # -- Alembic ---------------------------------------------------------------------------

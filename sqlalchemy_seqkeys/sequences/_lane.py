@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._aio import await_, in_greenlet
-from sqlalchemy_seqkeys._compat import greenlet_spawn, proxied_engine
+from sqlalchemy_seqkeys._compat import greenlet_spawn, proxied_engine, without_overflow_limit
 from sqlalchemy_seqkeys._dialect import facts
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
@@ -74,9 +74,12 @@ def shares_one_connection(engine: sa.Engine) -> bool:
 
 def twin_engine(engine: sa.Engine) -> sa.Engine:
     """An Engine over a twin of ``engine``'s pool: the same creator, settings, pool events
-    and dialect (``Pool.recreate()``), and connections of its own."""
+    and dialect (``Pool.recreate()``), and connections of its own, as many as sequences are
+    allocated at once (no ``max_overflow``: one sequence's round trip waiting on a locked
+    row must never keep another sequence's from a connection)."""
     settings = {name: getattr(engine, name) for name in ("logging_name", "echo", "hide_parameters")}
-    return sa.engine.Engine(engine.pool.recreate(), engine.dialect, engine.url, **settings)
+    pool = without_overflow_limit(engine.pool.recreate())
+    return sa.engine.Engine(pool, engine.dialect, engine.url, **settings)
 
 
 def sleep(seconds: float) -> None:

@@ -264,6 +264,13 @@ def retrying(
     for number in range(1, attempts + 1):
         try:
             return attempt()
+        except sa.exc.TimeoutError as exc:  # the pool's, not the server's: never retried
+            raise SequenceAllocationError(
+                f"{what} needs a connection of its own from the engine's pool, and none came "
+                f"free within its pool_timeout ({exc}); {outcome}. Size the pool (pool_size + "
+                "max_overflow) above the number of threads that insert at once (twice that "
+                "for mode='separate'), or use mode='in_transaction'"
+            ) from exc
         except sa.exc.DBAPIError as exc:
             setting = lock_timeout_setting(exc)
             if setting is not None:

@@ -574,3 +574,43 @@ def test_a_flush_holding_one_row_never_waits_behind_an_allocation_of_that_row(
         return a, b, await asyncio.wait_for(outside, timeout=10)
 
     assert run(pg_db, body) == (1, 1, 2)
+
+
+def test_a_sequence_never_waits_for_another_on_a_small_pool(server_db: AsyncDatabase) -> None:
+    """pool_size=1: sequence A's refill waits on A's locked row on the allocation lane, and a
+    request on sequence B still gets its key (the lane's pool copied the app's limit of 1)."""
+    first = TableSequence("small_a", mode="async_batch", batch_size=10, low_watermark=5)
+    other = TableSequence("small_b", mode="separate")
+    metadata = sa.MetaData()
+    rows_a = sa.Table(
+        "seqkeys_small_a", metadata, sa.Column("id", sa.BigInteger, primary_key=True, default=first)
+    )
+    rows_b = sa.Table(
+        "seqkeys_small_b", metadata, sa.Column("id", sa.BigInteger, primary_key=True, default=other)
+    )
+    sequences = sequences_table(sa.MetaData())
+
+    async def body(engine: AsyncEngine) -> None:
+        await first.create_async(engine)
+        await other.create_async(engine)
+        async with engine.begin() as conn:
+            await conn.run_sync(metadata.create_all)
+        try:
+            async with AsyncSession(engine) as session:
+                await session.execute(rows_a.insert(), [{}])  # A's first block: 1 to 10
+                await session.commit()
+            with server_db.sync.connect() as locker, locker.begin():
+                locker.execute(
+                    sa.select(sequences).where(sequences.c.name == "small_a").with_for_update()
+                )
+                async with AsyncSession(engine) as session:  # to the watermark: a refill
+                    await session.execute(rows_a.insert(), [{} for _ in range(5)])
+                    await session.commit()
+                async with AsyncSession(engine) as session:  # B's key, while A's refill waits
+                    await asyncio.wait_for(session.execute(rows_b.insert(), [{}]), 20)
+                    await session.commit()
+        finally:
+            async with engine.begin() as conn:
+                await conn.run_sync(metadata.drop_all)
+
+    run(server_db, body, pool_size=1, max_overflow=0, pool_timeout=2)

@@ -27,6 +27,7 @@ from sqlalchemy_seqkeys import (
     BitReversedSequence,
     InvalidSequenceError,
     PooledSequence,
+    SequenceAllocationError,
     SequenceExhaustedError,
     SequenceExistsError,
     SequenceMode,
@@ -594,6 +595,35 @@ def test_allocate_refuses_a_count_that_is_not_a_whole_number_of_values(
         allocate(conn, 5, 1)  # type: ignore[arg-type]
     with seq_engine.connect() as conn:
         assert read_next_value(conn, "alloc_args") == 7  # nothing was taken
+
+
+@pytest.mark.parametrize("mode", ["separate", "batch"])
+def test_a_pool_with_no_connection_to_spare_is_a_clear_error(
+    server_engine: Engine, mode: str
+) -> None:
+    # the flush holds the pool's only connection; the allocation of its own waits
+    # pool_timeout for a second one: a SeqKeysError that says how to size the pool
+    # (it was SQLAlchemy's bare TimeoutError)
+    name = f"small_pool_{mode}"
+    sequence = TableSequence(name, mode=mode, batch_size=10)
+    metadata = sa.MetaData()
+    rows = _rows_keyed_by(sequence, f"seqkeys_small_pool_{mode}", metadata)
+    with fresh_table(server_engine, sequences_table), fresh_tables(server_engine, metadata):
+        sequence.create(server_engine)
+        small = sa.create_engine(server_engine.url, pool_size=1, max_overflow=0, pool_timeout=1)
+        try:
+            with small.begin() as conn, pytest.raises(sa.exc.StatementError) as info:
+                conn.execute(rows.insert(), {"n": 1})
+            assert isinstance(info.value.orig, SequenceAllocationError), info.value
+            assert "pool_size" in str(info.value.orig)
+        finally:
+            small.dispose()
+        assert read_next_value_of(server_engine, name) == 1  # nothing was taken
+
+
+def read_next_value_of(engine: Engine, name: str) -> int | None:
+    with engine.connect() as conn:
+        return read_next_value(conn, name)
 
 
 def _rows_keyed_by(sequence: object, name: str, metadata: sa.MetaData) -> sa.Table:
