@@ -50,6 +50,11 @@ _RETRY_CLASS_NAMES = frozenset({"Aborted", "RetryAborted"})
 #: a lock wait ended by the server's timeout -> the setting that bounds it
 _LOCK_TIMEOUT_SQLSTATES = {"55P03": "lock_timeout"}  # lock_not_available
 _LOCK_TIMEOUT_MYSQL_CODES = {1205: "innodb_lock_wait_timeout"}  # ER_LOCK_WAIT_TIMEOUT
+#: more a lock timeout's message says of a setting
+_ALSO = {
+    "innodb_lock_wait_timeout": " (a table lock, LOCK TABLES or an ALTER TABLE under way, "
+    "waits lock_wait_timeout instead, a year by default: bound that too)"
+}
 #: the drivers whose errors carry MySQL error numbers
 _MYSQL_DRIVERS = frozenset({"pymysql", "MySQLdb", "mariadb", "mysql", "asyncmy"})
 
@@ -154,7 +159,7 @@ def _lock_timeout_error(
         "which another transaction holds locked (a long in_transaction transaction, a "
         f"resync, a SELECT ... FOR UPDATE); {outcome}.{whose} End the transaction that "
         f"holds it, or raise {setting} for the session (an engine 'connect' event) "
-        "if such waits are expected"
+        f"if such waits are expected{_ALSO.get(setting, '')}"
     )
 
 

@@ -63,7 +63,10 @@ LOCK_TIMEOUT_S = 1
 SETTINGS = {"postgresql": "lock_timeout", "mysql": "innodb_lock_wait_timeout"}
 _SET_TIMEOUT = {
     "postgresql": f"SET lock_timeout = '{LOCK_TIMEOUT_S}s'",
-    "mysql": f"SET SESSION innodb_lock_wait_timeout = {LOCK_TIMEOUT_S}",
+    # a row lock waits innodb_lock_wait_timeout, a table lock (LOCK TABLES, a running
+    # ALTER TABLE) lock_wait_timeout: a year by default
+    "mysql": f"SET SESSION innodb_lock_wait_timeout = {LOCK_TIMEOUT_S}, "
+    f"lock_wait_timeout = {LOCK_TIMEOUT_S}",
 }
 ROWS = "lockwait_rows"
 #: a sequence that warms an engine's allocation lane up (its connection)
@@ -185,6 +188,24 @@ def test_an_allocation_of_its_own_waits_one_lock_timeout(bounded: Engine, mode: 
         exc, elapsed = _timed(lambda: sequence.next_value(bounded))
     _check_one_timeout(exc, elapsed, name, bounded.url.get_backend_name())
     assert sequence.next_values(bounded, 3) == [1, 2, 3], "nothing was taken, the row is free"
+
+
+@pytest.mark.parametrize("plain", ["mysql"], indirect=True)
+@pytest.mark.parametrize("mode", ["separate", "in_transaction"])
+def test_a_locked_table_waits_one_lock_timeout(bounded: Engine, mode: str) -> None:
+    """MariaDB's LOCK TABLES: bounded by lock_wait_timeout, which the message names too."""
+    name = f"table_locked_{mode}"
+    create_table_sequence(bounded, name)
+    sequence = TableSequence(name, mode=mode)
+    with bounded.connect() as locker:
+        locker.exec_driver_sql("LOCK TABLES sequences WRITE")
+        try:
+            exc, elapsed = _timed(lambda: sequence.next_value(bounded))
+        finally:
+            locker.exec_driver_sql("UNLOCK TABLES")
+    _check_one_timeout(exc, elapsed, name, "mysql")
+    assert "waits lock_wait_timeout instead" in str(exc)
+    assert sequence.next_values(bounded, 2) == [1, 2], "nothing was taken, the table is free"
 
 
 def test_in_transaction_in_the_callers_transaction_waits_one_lock_timeout(
