@@ -10,7 +10,6 @@ See docs/strategies/snowflake.md ("Leased worker ids").
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,7 +19,7 @@ from . import _fork
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["GreenletLock", "Periodic", "periodic"]
+__all__ = ["GreenletLock", "Periodic", "periodic", "retrieve_error"]
 
 #: the job: runs once per interval; returns False to stop for good
 Job = Callable[[], bool]
@@ -139,17 +138,26 @@ class _TaskPeriodic(_Scheduled):
     def join(self, timeout: float) -> None:
         pass  # the loop's own: see stop_async
 
-    async def stop_async(self) -> None:
-        """Cancel the task and wait for it (unless called from it)."""
+    async def stop_async(self, timeout: float | None = None) -> bool:
+        """Cancel the task and wait for it (unless called from it); False if it ran on.
+
+        A run stuck on a server that does not answer may not end when
+        cancelled (the driver's clean-up waits on the same socket): past
+        ``timeout`` seconds (None: no limit) it is left to end by itself.
+        """
         import asyncio
 
         self._stopped = True
         task = self._task
         if task is None or task is asyncio.current_task() or task.done():
-            return
+            return True
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
+            task.add_done_callback(retrieve_error)
+            return False
+        retrieve_error(task)
+        return True
 
     def _after_fork_in_child(self) -> None:
         # The parent's loop and task are not this process's.
@@ -180,12 +188,19 @@ def periodic(
     return _TaskPeriodic(interval, job, name, loop, on_cancel)
 
 
+def retrieve_error(task: asyncio.Task[Any]) -> None:
+    """A done callback for a task nobody awaits: its error is read, not logged as unread."""
+    if not task.cancelled():
+        task.exception()
+
+
 class GreenletLock:
     """A lock for sync code run in SQLAlchemy's greenlet on one event loop.
 
     Held across awaits of the driver, so it must be an ``asyncio.Lock``: a
     ``threading.Lock`` would stop the loop's thread when a second greenlet of
     that loop asked for it. Use it only inside the greenlet (``greenlet_spawn``).
+    ``acquire(timeout=...)`` and ``release()`` are ``threading.Lock``'s.
     """
 
     __slots__ = ("_lock",)
@@ -195,10 +210,56 @@ class GreenletLock:
 
         self._lock = asyncio.Lock()
 
-    def __enter__(self) -> None:
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Take the lock, waiting up to ``timeout`` seconds (-1: for as long as it takes).
+
+        The event loop runs on while this waits. False if it was not taken.
+        """
         from ._compat import await_
 
+        if not blocking or timeout >= 0:
+            return bool(await_(_acquire_within(self._lock, timeout if blocking else 0)))
         await_(self._lock.acquire())
+        return True
+
+    def release(self) -> None:
+        """Give the lock back."""
+        self._lock.release()
+
+    def __enter__(self) -> None:
+        self.acquire()
 
     def __exit__(self, *exc: object) -> None:
         self._lock.release()
+
+
+async def _acquire_within(lock: asyncio.Lock, timeout: float) -> bool:
+    """``lock.acquire()`` for up to ``timeout`` seconds; True if this call holds it.
+
+    Not ``asyncio.wait_for``: before Python 3.12 it could give up on an
+    acquisition that had just succeeded, and the lock stayed held for good.
+    """
+    import asyncio
+
+    # A free lock is taken even with no time left: the acquisition's first
+    # step runs before the timeout's.
+    acquiring: asyncio.Future[bool] = asyncio.ensure_future(lock.acquire())
+    try:
+        await asyncio.wait({acquiring}, timeout=max(timeout, 0))
+    except BaseException:  # this caller was cancelled while it waited
+        _abandon(acquiring, lock)
+        raise
+    if acquiring.done():
+        return acquiring.result()
+    _abandon(acquiring, lock)
+    return False
+
+
+def _abandon(acquiring: asyncio.Future[bool], lock: asyncio.Lock) -> None:
+    # Nobody waits for this acquisition any more: if it wins anyway, the lock goes back.
+    def undo(done: asyncio.Future[bool]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            lock.release()
+
+    acquiring.add_done_callback(undo)
+    acquiring.cancel()

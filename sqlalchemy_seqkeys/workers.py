@@ -12,6 +12,7 @@ User guide: docs/strategies/snowflake.md and docs/production.md (Worker leases).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 import sys
@@ -19,7 +20,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
 import sqlalchemy as sa
@@ -27,7 +28,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
 from . import _fork
-from ._background import GreenletLock, Periodic, periodic
+from ._background import GreenletLock, Periodic, periodic, retrieve_error
 from ._dialect import facts, insert_ignoring_conflict
 from ._lease import Lease, Minter
 from ._validate import (
@@ -84,6 +85,48 @@ _log = logging.getLogger(__name__)
 #: a forked child whose own lease could not be claimed tries again after this
 #: wait, doubled at each failure up to the second bound (seconds)
 _RECLAIM_BACKOFF_S = (1.0, 30.0)
+#: the longest a close waits for the database (and never longer than the ttl,
+#: after which the row expires by itself)
+_CLOSE_GRACE_S = 5.0
+
+
+class _NoAnswerError(Exception):
+    """The database did not answer a lease's write in the time it had."""
+
+
+@contextlib.contextmanager
+def _holding(lock: threading.Lock | GreenletLock, timeout: float) -> Iterator[bool]:
+    """``lock`` held for the block if it could be taken within ``timeout`` seconds."""
+    held = lock.acquire(timeout=max(timeout, 0.0))
+    try:
+        yield held
+    finally:
+        if held:
+            lock.release()
+
+
+def _in_thread_within(seconds: float, work: Callable[[], None], name: str) -> bool:
+    """Run ``work`` on a daemon thread; False if it has not ended after ``seconds``.
+
+    Its error is raised here. Work that outlasts the wait (a socket the server
+    stopped answering, a row another transaction holds) runs on to its end.
+    """
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # raised in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    thread.join(max(seconds, 0.0))
+    if thread.is_alive():
+        return False
+    if failed:
+        raise failed[0]
+    return True
 
 
 def _db_errors(engine: object) -> tuple[type[BaseException], ...]:
@@ -624,8 +667,10 @@ class WorkerLease(_HeldWorkerId):
         # extends the mark.
         self._renew_lock: threading.Lock | GreenletLock = threading.Lock()
         self._sleep: Callable[[float], None] = time.sleep
+        #: runs a write of the row in the background, waiting for it a bounded time
+        self._within: Callable[[float, Callable[[], None], str], bool] = _in_thread_within
         self._kind = "WorkerLease"
-        self._extend: Callable[[int], None] = self._renew_once
+        self._extend: Callable[[int], None] = self._extend_now
         self._job: Periodic | None = None
         self._children = _Children(self)
 
@@ -728,8 +773,10 @@ class WorkerLease(_HeldWorkerId):
 
         The mark is lowered to the last timestamp the bound generators minted,
         so that the next holder waits only as long as the clocks disagree. A
-        close that cannot reach the server logs a warning and raises nothing:
-        the row expires after its ttl, as after a crash.
+        close that cannot reach the server, or gets no answer within
+        ``min(ttl, 5)`` seconds (a row another transaction holds, a server that
+        stopped answering), logs a warning and raises nothing: the row expires
+        after its ttl, as after a crash.
 
         Example::
 
@@ -747,23 +794,37 @@ class WorkerLease(_HeldWorkerId):
         if self._worker_id is None:
             return  # never claimed
         mark = self._release_mark()
+        grace = min(self.ttl, _CLOSE_GRACE_S)
         try:
-            with self._renew_lock:
-                self._release(mark)
+            if not self._within(
+                grace, lambda: self._release_held(mark), f"{self._job_name()}-release"
+            ):
+                raise _NoAnswerError
+        except _NoAnswerError:
+            self._not_released(f"the database did not answer within {grace:g} s")
         except _db_errors(self.engine) as exc:
-            _log.warning(
-                "could not release worker id %s in %r (%s); the lease is closed here and its "
-                "row expires by itself at most ttl=%g s after its last renewal, keeping its "
-                "high-water mark for the next holder",
-                self._worker_id,
-                self.table.name,
-                _reason(exc),
-                self.ttl,
-                exc_info=exc,
-            )
+            self._not_released(_reason(exc), exc)
         finally:
             if job is not None:
                 job.join(1)
+
+    def _not_released(self, reason: str, exc: BaseException | None = None) -> None:
+        _log.warning(
+            "could not release worker id %s in %r (%s); the lease is closed here and its "
+            "row expires by itself at most ttl=%g s after its last renewal, keeping its "
+            "high-water mark for the next holder",
+            self._worker_id,
+            self.table.name,
+            reason,
+            self.ttl,
+            exc_info=exc,
+        )
+
+    def _release_held(self, mark: int) -> None:
+        # After a renewal under way. Left waiting by a close that gave up, it
+        # releases once the database answers (the row, if still ours).
+        with self._renew_lock:
+            self._release(mark)
 
     def _release(self, mark: int) -> None:
         # A connection the server dropped while it sat in the pool fails once
@@ -788,9 +849,18 @@ class WorkerLease(_HeldWorkerId):
 
     # -- renewing ------------------------------------------------------------------
 
-    def _renew_once(self, at_least_ms: int = 0) -> None:
-        """Renew the row and move the mark on; raise if the lease is gone."""
-        with self._renew_lock:
+    def _renew_once(self, at_least_ms: int = 0, wait: float | None = None) -> None:
+        """Renew the row and move the mark on; raise if the lease is gone.
+
+        ``wait``: seconds to wait for a renewal or release under way (default
+        the ttl); past it an extension (``at_least_ms``) raises and the
+        background job skips this turn.
+        """
+        with _holding(self._renew_lock, self.ttl if wait is None else wait) as held:
+            if not held:
+                if at_least_ms:
+                    raise _NoAnswerError
+                return
             if self._closed.is_set() or self._lost is not None:
                 return
             if at_least_ms and self._mark_ms >= at_least_ms:
@@ -805,6 +875,36 @@ class WorkerLease(_HeldWorkerId):
             # Only once committed: the row's mark is never below ours.
             self._mark_ms = mark
             self._valid_until = sent + self.ttl
+
+    def _extend_now(self, until_ms: int) -> None:
+        """Renew now so that the mark reaches ``until_ms``, within the lease's validity.
+
+        A renewal stuck on a locked row or a silent server is not waited for
+        past the moment the lease stops being certain: the caller gets
+        :class:`~sqlalchemy_seqkeys.WorkerLeaseLostError` then, not a hang.
+        """
+        left = self._valid_until - _lease_clock()
+        if left <= 0:
+            return  # extend_mark's check says why
+        try:
+            done = self._within(
+                left,
+                lambda: self._renew_once(until_ms, wait=left),
+                f"{self._job_name()}-extend",
+            )
+        except _NoAnswerError:
+            done = False
+        if not done:
+            raise self._unanswered_error(until_ms, left)
+
+    def _unanswered_error(self, until_ms: int, left: float) -> WorkerLeaseLostError:
+        return WorkerLeaseLostError(
+            f"the lease on worker id {self._worker_id} could not be renewed to mint past "
+            f"{until_ms} Unix ms: the database did not answer within the {left:.3g} s the "
+            "lease had left (a renewal waits on a locked lease row or a server that does "
+            "not answer); minting on could duplicate another process's ids. Take a new "
+            f"{self._kind}"
+        )
 
     def _renew_scheduled(self) -> bool:
         """One renewal of the background job: a failure is retried, a loss stops it."""
@@ -1033,6 +1133,8 @@ class AsyncWorkerLease:
         self._own_db = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._job: Any = None  # the renewal task's Periodic
+        #: its tasks left running (a write the database has not answered yet)
+        self._detached: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> AsyncWorkerLease:
         return await self.start()
@@ -1073,6 +1175,7 @@ class AsyncWorkerLease:
         sync.engine = self._db.sync_engine
         sync._renew_lock = GreenletLock()
         sync._sleep = _greenlet_sleep
+        sync._within = self._within
         try:
             await greenlet_spawn(sync._claim)
         except BaseException:
@@ -1107,18 +1210,30 @@ class AsyncWorkerLease:
         sync = self.sync_lease
         if sync.closed or not sync._in_owner_process():
             return  # closed, or a forked child's copy: the parent owns the row
-        if self._job is not None:
-            await self._job.stop_async()
+        job = self._job
+        # a renewal stuck on a silent server may not end even when cancelled
+        if job is not None and not await job.stop_async(min(sync.ttl, _CLOSE_GRACE_S)):
+            self._detached.add(job._task)
         try:
             if self._db is None:
                 sync.close()  # never started: no I/O
             else:
                 await greenlet_spawn(sync.close)
         finally:
-            await self._dispose()
+            running = {task for task in self._detached if not task.done()}
+            if running:  # their connections go back to the twin pool first
+                self._detach(self._dispose_after(running), f"{sync._job_name()}-dispose")
+            else:
+                await self._dispose()
 
     #: ``contextlib.aclosing`` calls it
     aclose = close
+
+    async def _dispose_after(self, tasks: set[asyncio.Task[None]]) -> None:
+        import asyncio
+
+        await asyncio.wait(tasks)
+        await self._dispose()
 
     async def _dispose(self) -> None:
         if self._own_db and self._db is not None:
@@ -1137,13 +1252,11 @@ class AsyncWorkerLease:
         assert loop is not None
         if on_loop() is loop:
             if in_greenlet():
-                sync._renew_once(until_ms)  # in SQLAlchemy's greenlet: the SQL awaits
+                sync._extend_now(until_ms)  # in SQLAlchemy's greenlet: the SQL awaits
                 return
             # Straight from a coroutine: a database round trip cannot be awaited
             # here. Start it; the caller may try again.
-            task = loop.create_task(greenlet_spawn(_try_renew, sync, until_ms))
-            _extensions.add(task)  # asyncio keeps weak references to tasks
-            task.add_done_callback(_extensions.discard)
+            self._detach(greenlet_spawn(_try_renew, sync, until_ms), f"{sync._job_name()}-extend")
             raise ClockSkewError(
                 f"this host's clock jumped past the high-water mark of the lease on worker id "
                 f"{sync._worker_id} ({until_ms - sync._mark_ms} ms past it); the lease is "
@@ -1153,10 +1266,48 @@ class AsyncWorkerLease:
             )
         if loop.is_closed():
             raise sync._lost_error()
-        # another thread: the lease's loop renews
-        asyncio.run_coroutine_threadsafe(greenlet_spawn(sync._renew_once, until_ms), loop).result(
-            timeout=self.ttl
-        )
+        left = sync._valid_until - _lease_clock()
+        if left <= 0:
+            return  # extend_mark's check says why
+        # another thread: the lease's loop renews, while the lease is certain
+        extension = greenlet_spawn(sync._extend_now, until_ms)
+        try:
+            asyncio.run_coroutine_threadsafe(extension, loop).result(timeout=left)
+        except concurrent.futures.TimeoutError:
+            raise sync._unanswered_error(until_ms, left) from None
+
+    def _detach(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """``work`` as a task of the running loop that nobody needs to await.
+
+        The lease's twin pool is disposed only once its detached tasks end
+        (their connections go back to it).
+        """
+        import asyncio
+
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        for tasks in (_extensions, self._detached):  # asyncio keeps weak references
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        task.add_done_callback(retrieve_error)  # read even if nobody waits for it any more
+        return task
+
+    def _within(self, seconds: float, work: Callable[[], None], name: str) -> bool:
+        """Inside SQLAlchemy's greenlet: ``work`` as a task; False if not done in ``seconds``.
+
+        Its error is raised here. Work that outlasts the wait runs on to its
+        end (or to the loop's shutdown, which cancels it).
+        """
+        import asyncio
+
+        from ._aio import await_
+        from ._compat import greenlet_spawn
+
+        task = self._detach(greenlet_spawn(work), name)
+        await_(asyncio.wait({task}, timeout=max(seconds, 0.0)))
+        if not task.done():
+            return False
+        task.result()
+        return True
 
     # -- the lease's state and the Lease protocol: the sync lease's ------------------
 

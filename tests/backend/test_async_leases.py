@@ -41,7 +41,7 @@ from sqlalchemy_seqkeys import (
     workers_table,
 )
 from sqlalchemy_seqkeys.workers import AsyncWorkerLease
-from tests._helpers import fresh_table
+from tests._helpers import fresh_table, fresh_tables
 from tests._loopticker import BLOCKED_S, LoopTicker
 from tests.conftest import AsyncDatabase
 
@@ -487,3 +487,127 @@ def test_close_on_a_connection_the_server_dropped_releases_on_a_new_one(
 
     worker_id = asyncio.run(main())
     assert row(server_db, worker_id).expires_at == 0  # released
+
+
+# -- the lease row held by another transaction: close and a clock step end, never hang ------
+# (the sync lease's: tests/faults/test_lease_stuck_renewal.py)
+
+#: far more than a bounded call takes (about the ttl); far less than forever, or
+#: MariaDB's default 50 s lock wait
+HANG_BOUND_S = 30.0
+
+
+def _lock_row(database: AsyncDatabase, worker_id: int) -> sa.Connection:
+    """A connection whose open transaction holds the lease row (an admin's FOR UPDATE)."""
+    conn = sa.create_engine(database.sync.url, poolclass=sa.pool.NullPool).connect()
+    t = workers_table(sa.MetaData())
+    conn.execute(sa.select(t).where(t.c.worker_id == worker_id).with_for_update())
+    return conn
+
+
+def _unlock(conn: sa.Connection) -> None:
+    conn.rollback()
+    conn.close()
+
+
+async def _settle() -> None:
+    # What a bounded call stopped waiting for ends once the row is free.
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    if others:
+        _, pending = await asyncio.wait(others, timeout=HANG_BOUND_S)
+        assert not pending, pending
+
+
+def _asyncio_complaints(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "asyncio"]
+
+
+def test_close_with_the_row_locked_warns_and_returns(
+    lease_db: AsyncDatabase, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def main() -> LoopTicker:
+        engine = lease_db.engine()
+        locker = None
+        try:
+            lease = await AsyncWorkerLease(engine, ttl=2, max_worker_id=0).start()
+            ids = Snowflake(worker_id=lease)
+            ids()
+            locker = await asyncio.to_thread(_lock_row, lease_db, lease.worker_id)
+            async with LoopTicker() as ticker:
+                try:
+                    await asyncio.wait_for(lease.close(), HANG_BOUND_S)
+                except asyncio.TimeoutError:
+                    pytest.fail(f"close() waited {HANG_BOUND_S} s for the locked row")
+            assert not lease.valid
+            with pytest.raises(WorkerLeaseLostError, match="it was closed"):
+                ids()
+            return ticker
+        finally:
+            if locker is not None:
+                await asyncio.to_thread(_unlock, locker)
+            await _settle()
+            await engine.dispose()
+
+    with caplog.at_level(logging.WARNING):
+        ticker = asyncio.run(main())
+    assert "could not release worker id 0" in caplog.text
+    assert "did not answer" in caplog.text
+    assert ticker.max_late < LATE, ticker
+    assert not _asyncio_complaints(caplog)
+    assert row(lease_db, 0).expires_at == 0  # the release went through once the row was free
+
+
+@pytest.mark.parametrize("caller", ["greenlet", "thread"])
+def test_a_clock_step_with_the_row_locked_raises_instead_of_hanging(
+    lease_db: AsyncDatabase, caplog: pytest.LogCaptureFixture, caller: str
+) -> None:
+    # The clock steps 20 s forward: the generator must renew before it mints
+    # past the mark, and the row is locked. "greenlet": a column default under
+    # an AsyncConnection; "thread": a call from another thread.
+    offset = [0]
+    clock = lambda: time.time_ns() + offset[0]  # noqa: E731
+    ids = Snowflake(clock=clock)
+    metadata = sa.MetaData()
+    events = sa.Table(
+        "seqkeys_stuck_lease_events",
+        metadata,
+        sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False, default=ids),
+    )
+
+    async def insert(engine: AsyncEngine) -> None:
+        async with engine.begin() as conn:
+            await conn.execute(events.insert())
+
+    async def main() -> BaseException | None:
+        engine = lease_db.engine()
+        locker = None
+        lease = AsyncWorkerLease(engine, ttl=2, max_worker_id=0, clock=clock, max_skew=120)
+        try:
+            await lease.start()
+            ids.bind(lease)
+            await insert(engine)
+            locker = await asyncio.to_thread(_lock_row, lease_db, lease.worker_id)
+            offset[0] = 20 * 1_000_000_000
+            minting = insert(engine) if caller == "greenlet" else asyncio.to_thread(ids)
+            try:
+                await asyncio.wait_for(minting, HANG_BOUND_S)
+            except asyncio.TimeoutError:
+                pytest.fail(f"the generator waited {HANG_BOUND_S} s for the locked row")
+            except sa.exc.StatementError as exc:  # raised by the column default
+                return exc.orig
+            except WorkerLeaseLostError as exc:
+                return exc
+            return None
+        finally:
+            offset[0] = 0
+            if locker is not None:
+                await asyncio.to_thread(_unlock, locker)
+            await asyncio.wait_for(lease.close(), HANG_BOUND_S)
+            await _settle()
+            await engine.dispose()
+
+    with fresh_tables(lease_db.sync, metadata), caplog.at_level(logging.WARNING):
+        error = asyncio.run(main())
+    assert isinstance(error, WorkerLeaseLostError), error
+    assert "worker id 0" in str(error)
+    assert not _asyncio_complaints(caplog)
