@@ -24,7 +24,7 @@ if importlib.util.find_spec("pydantic") is None:
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import core_schema
+from pydantic_core import PydanticSerializationError, core_schema
 
 if TYPE_CHECKING:
     from pydantic_core.core_schema import CoreSchema
@@ -40,7 +40,8 @@ class IdBits:
 
     Validates an int (not a bool or float) or a string of decimal digits from 0
     to ``2**bits - 1``; serialises to JSON as a string (``as_string=True``) or
-    as a number.
+    as a number, checked again when written (a value that skipped validation and
+    is out of range raises ``PydanticSerializationError``).
 
     :param bits: the width of the ids, 1 to 64.
     :param as_string: write the id to JSON as a decimal string; required above
@@ -84,6 +85,18 @@ class IdBits:
             raise ValueError(f"{text} is above {self.maximum}, the largest {self.bits}-bit id")
         return value
 
+    def _to_number(self, value: Any) -> int:
+        if value.__class__ is int and 0 <= value <= self.maximum:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= self.maximum:
+            return int(value)  # an int subclass (an IntEnum) that validation let through
+        raise PydanticSerializationError(
+            f"{value!r:.40} cannot be written as {self!r}, a JSON number from 0 to "
+            f"{self.maximum} (JavaScript rounds larger ones): it was never validated (assigned "
+            "without validate_assignment=True, or given to model_construct()); validate it, or "
+            "write larger ids as strings (SnowflakeId, as_string=True)"
+        )
+
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> CoreSchema:
@@ -93,12 +106,19 @@ class IdBits:
             self._from_text,
             core_schema.str_schema(pattern=r"^[0-9]+$", max_length=digits, strict=True),
         )
+        # a number is checked again on the way out: a value assigned without validation
+        # (validate_assignment is off by default), from model_construct(), or returned to
+        # FastAPI (which does not validate a model instance) would be rounded by JavaScript.
+        # No return_schema: the JSON schema stays the validation one in both modes, so
+        # FastAPI does not split a model into "-Input" and "-Output" components.
         serialization = (
             core_schema.plain_serializer_function_ser_schema(
                 str, when_used="json", return_schema=core_schema.str_schema()
             )
             if self.as_string
-            else None
+            else core_schema.plain_serializer_function_ser_schema(
+                self._to_number, info_arg=False, when_used="always"
+            )
         )
         return core_schema.union_schema(
             [from_int, from_text],
@@ -121,7 +141,10 @@ Validates from an int or a decimal string; ``model_dump()`` gives an int,
 JsSafeId = Annotated[int, IdBits(53, as_string=False)]
 """An id of at most 53 bits: a number in JSON, exact in JavaScript; larger ones are refused.
 
-Validates from an int or a decimal string.
+Validates from an int or a decimal string. A value that skipped validation (an
+assignment without ``validate_assignment``, ``model_construct()``) is checked when
+dumped: out of range, ``model_dump()`` and ``model_dump_json()`` raise
+``PydanticSerializationError`` (a FastAPI response: a 500) instead of writing it.
 """
 
 

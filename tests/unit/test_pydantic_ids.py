@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from sqlalchemy_seqkeys import (
     InvalidSnowflakeError,
@@ -202,3 +203,80 @@ def test_importing_the_package_does_not_import_pydantic() -> None:
         "sorted(m for m in sys.modules if 'pydantic' in m)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+class Counter(BaseModel):
+    count: JsSafeId
+
+
+def test_a_53_bit_id_above_the_limit_is_refused_when_written_after_assignment() -> None:
+    # validate_assignment is off by default: the assignment is not checked, so the write must be
+    counter = Counter(count=MAX53)
+    counter.count = 2**60
+    with pytest.raises(PydanticSerializationError, match=f"{2**60}.*{MAX53}"):
+        counter.model_dump_json()
+    with pytest.raises(PydanticSerializationError, match=f"{2**60}.*{MAX53}"):
+        counter.model_dump(mode="json")
+    with pytest.raises(PydanticSerializationError, match=f"{2**60}.*{MAX53}"):
+        counter.model_dump()  # an int in Python, but one the type refuses
+    counter.count = -1
+    with pytest.raises(PydanticSerializationError, match="-1 cannot be written"):
+        counter.model_dump_json()
+    counter.count = MAX53
+    assert counter.model_dump_json() == f'{{"count":{MAX53}}}'
+
+
+@pytest.mark.parametrize("bad", [MAX53 + 1, 2**60, -1, 1e20, True, "12"])
+def test_a_53_bit_id_above_the_limit_is_refused_when_written_from_model_construct(
+    bad: object,
+) -> None:
+    with pytest.raises(PydanticSerializationError, match=r"cannot be written as IdBits\(53"):
+        Counter.model_construct(count=bad).model_dump_json()
+    assert Counter.model_construct(count=MAX53).model_dump_json() == f'{{"count":{MAX53}}}'
+
+
+def test_a_53_bit_id_keeps_its_json_schema_and_python_dump() -> None:
+    number = {"type": "integer", "minimum": 0, "maximum": MAX53}
+    digits = {"type": "string", "pattern": "^[0-9]+$", "maxLength": 16}
+    for mode in ("validation", "serialization"):
+        schema = Counter.model_json_schema(mode=mode)["properties"]["count"]  # type: ignore[arg-type]
+        assert schema == {"anyOf": [number, digits], "title": "Count"}
+    assert Counter(count=MAX53).model_dump() == {"count": MAX53}  # an int in Python
+
+
+def test_a_fastapi_response_with_a_53_bit_id_above_the_limit_is_a_server_error() -> None:
+    import asyncio
+
+    import httpx
+    from fastapi import FastAPI
+
+    app = FastAPI()
+
+    @app.get("/counter")
+    def get_counter() -> Counter:
+        counter = Counter(count=1)
+        counter.count = 2**60  # not validated; FastAPI does not validate a model it is returned
+        return counter
+
+    @app.get("/constructed", response_model=Counter)
+    def get_constructed() -> Counter:
+        return Counter.model_construct(count=MAX53 + 1)
+
+    @app.post("/counter")
+    def echo(counter: Counter) -> Counter:
+        return counter
+
+    async def main() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return [await client.get("/counter"), await client.get("/constructed")]
+
+    for response in asyncio.run(main()):
+        assert response.status_code == 500, response.text
+        assert str(2**60) not in response.text
+        assert "1152921504606847000" not in response.text  # nor what JavaScript makes of it
+    # one component for input and output, as before: the check adds no "-Output" schema
+    schemas = app.openapi()["components"]["schemas"]
+    assert "Counter-Output" not in schemas
+    schema = schemas["Counter"]["properties"]["count"]
+    assert schema["anyOf"][0] == {"type": "integer", "minimum": 0, "maximum": MAX53}
