@@ -38,10 +38,11 @@ JS_MAX_SAFE_INTEGER = 2**53 - 1
 class IdBits:
     """The Pydantic behaviour of :data:`SnowflakeId` and :data:`JsSafeId`, for other widths.
 
-    Validates an int (not a bool or float) or a string of decimal digits from 0
-    to ``2**bits - 1``; serialises to JSON as a string (``as_string=True``) or
-    as a number, checked again when written (a value that skipped validation and
-    is out of range raises ``PydanticSerializationError``).
+    Validates an int (not a bool or float) or a string of ASCII decimal digits
+    from 0 to ``2**bits - 1``; serialises to JSON as a string
+    (``as_string=True``) or as a number, checked again when written (a value
+    that skipped validation and is out of range raises
+    ``PydanticSerializationError``).
 
     :param bits: the width of the ids, 1 to 64.
     :param as_string: write the id to JSON as a decimal string; required above
@@ -80,6 +81,10 @@ class IdBits:
         return f"IdBits({self.bits}, as_string={self.as_string})"
 
     def _from_text(self, text: str) -> int:
+        # the pattern alone is not enough: under regex_engine="python-re", "$" matches
+        # before a trailing newline, and int() takes Unicode digits, spaces and "_"
+        if not (text.isascii() and text.isdigit()):
+            raise ValueError(f"{text!r:.40} is not decimal digits 0-9 only")
         value = int(text)
         if value > self.maximum:
             raise ValueError(f"{text} is above {self.maximum}, the largest {self.bits}-bit id")

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from sqlalchemy_seqkeys import (
@@ -280,3 +280,20 @@ def test_a_fastapi_response_with_a_53_bit_id_above_the_limit_is_a_server_error()
     assert "Counter-Output" not in schemas
     schema = schemas["Counter"]["properties"]["count"]
     assert schema["anyOf"][0] == {"type": "integer", "minimum": 0, "maximum": MAX53}
+
+
+@pytest.mark.parametrize("engine", ["rust-regex", "python-re"])
+@pytest.mark.parametrize("bad", ["123\n", "123\r\n", "\n123", "١٢٣", "12\x003"])
+def test_an_id_from_text_is_ascii_digits_only_whatever_the_regex_engine(
+    engine: str, bad: str
+) -> None:
+    class Flake(BaseModel):
+        model_config = ConfigDict(regex_engine=engine)  # type: ignore[typeddict-item]
+        id: SnowflakeId
+        page: JsSafeId
+
+    with pytest.raises(ValidationError):
+        Flake.model_validate({"id": bad, "page": 1})
+    with pytest.raises(ValidationError):
+        Flake.model_validate({"id": 1, "page": bad})
+    assert Flake.model_validate({"id": "0123", "page": "9"}) == Flake(id=123, page=9)
