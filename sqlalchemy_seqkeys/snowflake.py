@@ -126,12 +126,13 @@ def _inverse_of(transform: Callable[[int], int]) -> Callable[[int], int] | None:
 
 _bind_locks: dict[int, threading.Lock] = {}
 
-#: (layout, worker id, clock) -> the last tick a sequence of this process minted
-#: with that worker id before a generator bound elsewhere (under the bind lock).
-#: A sequence that takes the worker id over, fixed or leased, starts after it.
-#: Keyed by the clock too: a test's frozen clock never delays the real one's ids.
-_RetiredKey = tuple[SnowflakeLayout, int, object]
-_retired: dict[_RetiredKey, int] = {}
+#: (layout, worker id) -> the last tick a sequence of this process minted with
+#: that worker id before a generator bound elsewhere (under the bind lock). A
+#: sequence that takes the worker id over, fixed or leased, starts after it,
+#: whatever its clock: every clock reads Unix time, so a tick is a tick (a test
+#: clock ahead of the real one delays the real one's ids, or refuses them as a
+#: step back: never an id minted twice). One entry per layout and worker id.
+_retired: dict[tuple[SnowflakeLayout, int], int] = {}
 
 
 def _same_clock(clock: Callable[[], int]) -> object:
@@ -139,9 +140,9 @@ def _same_clock(clock: Callable[[], int]) -> object:
     return getattr(clock, "__wrapped__", clock)
 
 
-def _retired_tick(layout: SnowflakeLayout, worker_id: int, clock: Callable[[], int]) -> int:
+def _retired_tick(layout: SnowflakeLayout, worker_id: int) -> int:
     """The last tick this process minted with ``worker_id`` in a binding since left (-1: none)."""
-    return _retired.get((layout, worker_id, _same_clock(clock)), -1)
+    return _retired.get((layout, worker_id), -1)
 
 
 #: (start ns, end ns, counter, cap, tick) of the tick being minted
@@ -778,9 +779,9 @@ class Snowflake:
             # generator's calls leave it.
             last = old.stop(raw) if old.lease is None else old.detach(self._redirect, raw)
             if last >= 0:
-                key = (old.layout, old.worker_id, _same_clock(old.clock))
+                key = (old.layout, old.worker_id)
                 _retired[key] = max(_retired.get(key, -1), last)
-            new.start_after(_retired_tick(new.layout, new.worker_id, new.clock), state)
+            new.start_after(_retired_tick(new.layout, new.worker_id), state)
 
     def _unbound(self) -> int:
         raise WorkerIdNotBoundError(
@@ -815,7 +816,7 @@ class Snowflake:
 
     def _own_sequence(self, worker_id: int) -> _Sequence:
         clock = self._clock_arg or time.time_ns
-        after = _retired_tick(self.layout, worker_id, clock)
+        after = _retired_tick(self.layout, worker_id)
         return self._new_sequence(worker_id, clock, None, after)
 
     def _sequence_of(self, lease: Lease) -> _Sequence:
@@ -830,7 +831,7 @@ class Snowflake:
             lease.check()
             if current is None:
                 clock = self._clock_arg or lease.clock
-                after = _retired_tick(self.layout, lease.worker_id, clock)
+                after = _retired_tick(self.layout, lease.worker_id)
                 return self._new_sequence(lease.worker_id, clock, lease, after)
             if (
                 current.layout != self.layout

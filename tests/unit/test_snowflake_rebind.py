@@ -166,3 +166,23 @@ def test_binding_to_the_lease_and_back_while_threads_mint(
     every = [v for out in results for v in out]
     assert len(set(every)) == len(every)
     assert {ids.decode(v).worker_id for v in every} == {0}
+
+
+def test_a_takeover_through_another_clock_function_starts_after_the_ticks(
+    engine: sa.Engine,
+) -> None:
+    # Every clock reads Unix time: one read through another function (the lease's
+    # clock=, a lambda of the application's) is the same time, and the ticks minted
+    # through the first must carry over (they did not: 1,000 repeated ids)
+    clock = FrozenClock()
+    ids = Snowflake(worker_id=0, clock=clock)
+    first = [ids() for _ in range(3)]
+    with WorkerLease(engine, clock=lambda: clock()) as lease:
+        assert lease.worker_id == 0
+        ids.bind(lease)
+        after = _next_in_a_thread(ids, clock)
+    assert after > max(first)
+    other = Snowflake(clock=lambda: clock())  # another generator, the same worker id
+    ids.bind(5)
+    other.bind(0)
+    assert _next_in_a_thread(other, clock) > after
