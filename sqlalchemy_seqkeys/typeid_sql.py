@@ -16,11 +16,16 @@ from typing import Any
 from sqlalchemy import types as sqltypes
 from sqlalchemy.engine.interfaces import Dialect
 
+from ._dialect import mariadb_uuid_keeps_v7_order
 from .errors import InvalidTypeIDError
 from .typeid import TypeID, check_prefix
 from .types import CombGuid
 
 __all__ = ["TypeIDType"]
+
+#: the two storages a TypeID column has: 16 bytes, or MariaDB's own UUID type
+_BINARY = CombGuid(binary=True)
+_NATIVE = CombGuid(native_uuid=True)
 
 
 class TypeIDType(sqltypes.TypeDecorator[TypeID]):
@@ -50,7 +55,9 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
     impl = sqltypes.LargeBinary(16)
     cache_ok = True
 
-    def __init__(self, prefix: str, *, native_uuid: bool = False) -> None:
+    # native_uuid is not keyword-only: SQLAlchemy's statement cache keys a type by
+    # its positional-or-keyword __init__ arguments
+    def __init__(self, prefix: str, native_uuid: bool = False) -> None:
         super().__init__()
         self.prefix = check_prefix(prefix)
         if not isinstance(native_uuid, bool):
@@ -58,7 +65,12 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
                 f"TypeIDType(native_uuid=...) takes True or False, not {native_uuid!r:.80}"
             )
         self.native_uuid = native_uuid
-        self._guid = CombGuid(native_uuid=True) if self.native_uuid else CombGuid(binary=True)
+
+    def _guid(self, dialect: Dialect) -> CombGuid:
+        """The storage: MariaDB's UUID where ``native_uuid`` applies, else 16 bytes."""
+        if self.native_uuid and mariadb_uuid_keeps_v7_order(dialect):
+            return _NATIVE
+        return _BINARY
 
     def __repr__(self) -> str:
         extra = ", native_uuid=True" if self.native_uuid else ""
@@ -87,16 +99,16 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
 
     def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
         # the storage CombGuid picks (also what DDL and Alembic see)
-        return self._guid.load_dialect_impl(dialect)
+        return self._guid(dialect).load_dialect_impl(dialect)
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
-        return self._guid.process_bind_param(self._uuid(value), dialect)
+        return self._guid(dialect).process_bind_param(self._uuid(value), dialect)
 
     def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
         # CombGuid's own processor (its storage conversion for this dialect) after ours
-        inner = self._guid.dialect_impl(dialect).bind_processor(dialect)
+        inner = self._guid(dialect).dialect_impl(dialect).bind_processor(dialect)
         to_uuid = self._uuid
 
         def process(value: Any) -> Any:
@@ -108,10 +120,10 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
         return process
 
     def process_literal_param(self, value: Any, dialect: Dialect) -> str:
-        return self._guid.process_literal_param(self._uuid(value), dialect)
+        return self._guid(dialect).process_literal_param(self._uuid(value), dialect)
 
     def literal_processor(self, dialect: Dialect) -> Callable[[Any], str] | None:
-        inner = self._guid.dialect_impl(dialect).literal_processor(dialect)
+        inner = self._guid(dialect).dialect_impl(dialect).literal_processor(dialect)
         if inner is None:
             return None
         to_uuid = self._uuid
@@ -124,7 +136,7 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
     def result_processor(
         self, dialect: Dialect, coltype: object
     ) -> Callable[[Any], TypeID | None] | None:
-        inner = self._guid.dialect_impl(dialect).result_processor(dialect, coltype)
+        inner = self._guid(dialect).dialect_impl(dialect).result_processor(dialect, coltype)
         prefix = self.prefix
 
         def process(value: Any) -> TypeID | None:
@@ -137,5 +149,5 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
         return process
 
     def process_result_value(self, value: Any, dialect: Dialect) -> TypeID | None:
-        guid = self._guid.process_result_value(value, dialect)
+        guid = self._guid(dialect).process_result_value(value, dialect)
         return None if guid is None else TypeID(self.prefix, guid)

@@ -59,6 +59,13 @@ class _MariaDBUuid(sqltypes.UserDefinedType[str]):
     def get_col_spec(self, **kw: Any) -> str:
         return "UUID"
 
+    def literal_processor(self, dialect: Dialect) -> Callable[[Any], str]:
+        # offline SQL (literal_binds): the UUID's text, quoted as a string literal
+        def process(value: Any) -> str:
+            return "'" + str(value).replace("'", "''") + "'"
+
+        return process
+
 
 def _uuid_bytes(value: uuid.UUID) -> bytes:
     return value.bytes
@@ -120,7 +127,9 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
     #: the column being read, "table.column", where the statement names it
     column: str | None = None
 
-    def __init__(self, binary: bool = False, *, native_uuid: bool = False) -> None:
+    # native_uuid is not keyword-only: SQLAlchemy's statement cache keys a type by
+    # its positional-or-keyword __init__ arguments
+    def __init__(self, binary: bool = False, native_uuid: bool = False) -> None:
         super().__init__()
         check_flag(binary, "binary", InvalidGuidError)
         check_flag(native_uuid, "native_uuid", InvalidGuidError)
@@ -263,7 +272,7 @@ class _CombGuidColumn(CombGuid):
     # read as it is: not wrapped again
     _has_column_expression = False
 
-    def __init__(self, binary: bool = False, *, native_uuid: bool = False, column: str) -> None:
+    def __init__(self, binary: bool, native_uuid: bool, column: str) -> None:  # all in the key
         super().__init__(binary, native_uuid=native_uuid)
         self.column = column
 

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -181,3 +182,50 @@ def test_native_uuid_only_where_the_server_keeps_v7_order(
 def test_binary_and_native_uuid_together_are_refused() -> None:
     with pytest.raises(InvalidGuidError, match="not both"):
         CombGuid(binary=True, native_uuid=True)
+
+
+@pytest.mark.parametrize("kind", ["CombGuid", "TypeIDType"])
+def test_native_uuid_literals_are_quoted(
+    mysql_engine: Engine, mariadb_md: sa.MetaData, kind: str
+) -> None:
+    # literal_binds (Alembic --sql, offline SQL): a UUID in MariaDB's UUID type is
+    # text, quoted; it was written bare (an all-digit one read as arithmetic)
+    from sqlalchemy_seqkeys import TypeIDType, new_typeid
+
+    type_: sa.types.TypeEngine[Any] = (
+        CombGuid(native_uuid=True) if kind == "CombGuid" else TypeIDType("user", native_uuid=True)
+    )
+    table = _table(mariadb_md, f"seqkeys_literal_{kind.lower()}", type_)
+    mariadb_md.create_all(mysql_engine)
+    keys: list[Any] = (
+        [uuid.UUID("01890000-0000-7000-8000-000000000000"), new_uuid7()]
+        if kind == "CombGuid"
+        else [new_typeid("user"), new_typeid("user")]
+    )
+    with mysql_engine.begin() as conn:
+        for n, key in enumerate(keys):
+            insert = table.insert().values(id=key, n=n)
+            sql = str(insert.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+            assert "'" in sql, sql
+            conn.exec_driver_sql(sql.replace("%", "%%"))
+        select = sa.select(table.c.n).where(table.c.id == keys[0])
+        sql = str(select.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+        assert conn.exec_driver_sql(sql.replace("%", "%%")).scalar() == 0
+        assert sorted(conn.scalars(sa.select(table.c.id))) == sorted(keys)
+
+
+def test_native_uuid_is_part_of_the_statement_cache_key(
+    mysql_engine: Engine, mariadb_md: sa.MetaData
+) -> None:
+    # Two statements alike but for native_uuid: SQLAlchemy's statement cache keys a
+    # type by its __init__ arguments, and a keyword-only one was left out: the second
+    # statement ran with the first one's bind processor (16 bytes, not the UUID's text)
+    from sqlalchemy_seqkeys import TypeIDType, new_typeid
+
+    key = new_typeid("user")
+    sent = {}
+    with mysql_engine.connect() as conn:
+        for native in (False, True):
+            bound = sa.bindparam("k", key, type_=TypeIDType("user", native_uuid=native))
+            sent[native] = conn.execute(sa.select(sa.func.length(bound))).scalar()
+    assert sent == {False: 16, True: 36}

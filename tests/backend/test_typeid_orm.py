@@ -23,6 +23,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import sqlalchemy_seqkeys
 import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import InvalidTypeIDError, TypeID, TypeIDType, new_typeid, typeid_default
+from sqlalchemy_seqkeys._dialect import mariadb_uuid_keeps_v7_order
 from tests.conftest import ENGINE_NAMES, AsyncDatabase
 
 pytestmark = pytest.mark.backend
@@ -67,8 +68,11 @@ def make_models(native_uuid: bool = False) -> tuple[type[Any], type[Any], sa.Met
     return User, Order, Base.metadata
 
 
-def test_typeid_keys_through_the_orm_and_core(engine: Engine) -> None:
-    User, Order, metadata = make_models()  # noqa: N806 (classes)
+@pytest.mark.parametrize("native_uuid", [False, True])
+def test_typeid_keys_through_the_orm_and_core(engine: Engine, native_uuid: bool) -> None:
+    # native_uuid=True is MariaDB's UUID type there, and changes nothing elsewhere (it
+    # stored 36-character text there: a table made without it found nothing with it)
+    User, Order, metadata = make_models(native_uuid)  # noqa: N806 (classes)
     metadata.drop_all(engine)
     metadata.create_all(engine)
     try:
@@ -112,7 +116,16 @@ def test_typeid_keys_through_the_orm_and_core(engine: Engine) -> None:
             # the key is stored in 16 bytes, not as text
             column = next(c for c in sa.inspect(conn).get_columns("tid_users") if c["name"] == "id")
             stored = str(column["type"].compile(dialect=conn.dialect)).upper()
-            assert stored == STORED_TYPE[engine.dialect.name.split("+")[0]], stored
+            expected = STORED_TYPE[engine.dialect.name.split("+")[0]]
+            if native_uuid and mariadb_uuid_keeps_v7_order(conn.dialect):
+                expected = "UUID"
+            assert stored == expected, stored
+            # the other setting of native_uuid reads the same storage where it changes nothing
+            other = sa.select(table.c.name).where(
+                table.c.id == sa.bindparam("k", key, type_=TypeIDType("user", native_uuid=True))
+            )
+            if not mariadb_uuid_keeps_v7_order(conn.dialect):
+                assert conn.scalar(other) == "core"
             # another type's id is refused on the way in, as a SeqKeysError
             with pytest.raises(sa.exc.StatementError) as raised:
                 conn.execute(sa.select(table).where(table.c.id == str(new_typeid("order"))))
