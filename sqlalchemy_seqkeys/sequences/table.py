@@ -412,8 +412,13 @@ def forget_row(bind: sa.Engine | sa.Connection, table: str, name: str) -> None:
 
 
 def native_key(sequence: sa.Sequence) -> tuple[object, ...]:
-    """The :data:`block_holders` key of a native sequence, as declared."""
-    return ("native", sequence.schema, sequence.name)
+    """The :data:`block_holders` key of a native sequence: its name, whatever its schema.
+
+    A migration may name the default schema (``schema="public"``) where the model
+    names none: both must reach the same holders. Sequences of one name in two
+    schemas forget each other's blocks, which costs a block and never repeats a key.
+    """
+    return ("native", sequence.name)
 
 
 block_holders = _BlockHolders()

@@ -685,8 +685,26 @@ def _migration_recreates(sequence: Any, engine: Engine) -> None:
             op.create_bit_reversed_sequence(sequence.name)
 
 
-@pytest.mark.parametrize("recreate", [_second_instance_recreates, _migration_recreates])
-@pytest.mark.parametrize("kind", ["PooledSequence", "BitReversedSequence"])
+def _migration_names_the_default_schema(sequence: Any, engine: Engine) -> None:
+    # schema="public" (PostgreSQL), the database's name (MariaDB) where the model names none
+    with engine.begin() as conn:
+        schema = conn.dialect.default_schema_name or None
+        op = Operations(MigrationContext.configure(conn))
+        op.drop_pooled_sequence(sequence.name, sequence.allocation_size, schema=schema)
+        op.create_pooled_sequence(sequence.name, sequence.allocation_size, schema=schema)
+
+
+@pytest.mark.parametrize(
+    ("kind", "recreate"),
+    [
+        *[
+            (kind, recreate)
+            for kind in ("PooledSequence", "BitReversedSequence")
+            for recreate in (_second_instance_recreates, _migration_recreates)
+        ],
+        ("PooledSequence", _migration_names_the_default_schema),  # the only op with a schema
+    ],
+)
 def test_a_native_sequence_created_anew_elsewhere_in_the_process(
     seq_engine: Engine, kind: str, recreate: Any
 ) -> None:
