@@ -39,20 +39,21 @@ BOUND_S = 30.0
 def lease_engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engine]:
     """An engine of its own (threads left waiting keep their connections) and a fresh table."""
     shared = engines.get(request.param)
+    before = set(threading.enumerate())  # leases of other tests may still renew
     with fresh_table(shared, workers_table):
         engine = sa.create_engine(shared.url)
         try:
             yield engine
         finally:
-            _join_lease_threads()  # the row is free again: what waited on it ends
+            _join_lease_threads(before)  # the row is free again: what waited on it ends
             engine.dispose()
 
 
-def _join_lease_threads() -> None:
-    # the renewal threads and the writes a bounded call stopped waiting for
+def _join_lease_threads(before: set[threading.Thread]) -> None:
+    # this test's renewal threads and the writes a bounded call stopped waiting for
     deadline = time.monotonic() + BOUND_S
     for thread in threading.enumerate():
-        if thread.name.startswith("seqkeys-lease-"):
+        if thread.name.startswith("seqkeys-lease-") and thread not in before:
             thread.join(max(deadline - time.monotonic(), 0.0))
             assert not thread.is_alive(), f"{thread.name} still runs"
 
