@@ -182,6 +182,20 @@ def _psycopg_pipeline_defect(error: BaseException) -> bool:
     )
 
 
+def _skip_psycopg_before_3_3(db: AsyncDatabase) -> None:
+    """psycopg 3.1 (the lowest versions' run): the same cancel in executemany's pipeline
+    also fails as ``OperationalError: cannot exit pipeline mode while busy`` or leaves the
+    connection waiting for the server forever (a CI run hung here 16 minutes; about one
+    run of this file's 16 locked-row cases in ten). Not seqkeys': excused on 3.3 above,
+    and no amount of waiting ends a hang."""
+    if not db.label.endswith("psycopg_async"):
+        return
+    import psycopg
+
+    if tuple(int(part) for part in psycopg.__version__.split(".")[:2]) < (3, 3):
+        pytest.skip(f"psycopg {psycopg.__version__}: its pipeline mode breaks on a cancel")
+
+
 def _close_what_psycopg_left_broken(ctx: sa.engine.ExceptionContext) -> None:
     """docs/asyncio.md's listener, narrowed to the defect: close the connection it left broken."""
     if _psycopg_pipeline_defect(ctx.original_exception):
@@ -225,6 +239,7 @@ def test_requests_cancelled_mid_flush_lose_values_never_repeat_them(
 ) -> None:
     """Cancellations land before and after allocation round trips (random pauses around them)."""
     db = server_db
+    _skip_psycopg_before_3_3(db)
     name = f"cancel_{mode}"
     create_table_sequence(db.sync, name)
     sequence = TableSequence(name, mode=mode, batch_size=6, low_watermark=3)
@@ -252,6 +267,7 @@ def test_requests_cancelled_mid_flush_lose_values_never_repeat_them(
 @pytest.mark.parametrize("mode", MODES)
 def test_requests_cancelled_while_the_row_is_locked(server_db: AsyncDatabase, mode: str) -> None:
     """Cancellations land while allocations wait at the server for a row another holds."""
+    _skip_psycopg_before_3_3(server_db)
     name = f"locked_{mode}"
     create_table_sequence(server_db.sync, name)
     sequence = TableSequence(name, mode=mode, batch_size=6, low_watermark=3)
