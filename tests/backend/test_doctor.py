@@ -18,6 +18,7 @@ import shlex
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,10 +91,9 @@ def create(engine: Engine, models: Models) -> None:
                 conn.execute(sa.insert(table))
 
 
-@pytest.fixture(params=ENGINE_NAMES)
-def fresh(request: pytest.FixtureRequest, engines: Any) -> Iterator[tuple[Engine, str]]:
-    """A new, empty database on each engine: (engine, url)."""
-    name = request.param
+@contextmanager
+def fresh_engine(engines: Any, name: str) -> Iterator[tuple[Engine, str]]:
+    """A new, empty database on engine ``name``: (engine, url); disposed and dropped after."""
     with engines.fresh_database(name, "doctor") as url:
         engine = sa.create_engine(url)
         if name == "spanner":
@@ -104,6 +104,13 @@ def fresh(request: pytest.FixtureRequest, engines: Any) -> Iterator[tuple[Engine
             yield engine, url
         finally:
             engine.dispose()
+
+
+@pytest.fixture(params=ENGINE_NAMES)
+def fresh(request: pytest.FixtureRequest, engines: Any) -> Iterator[tuple[Engine, str]]:
+    """A new, empty database on each engine: (engine, url)."""
+    with fresh_engine(engines, request.param) as made:
+        yield made
 
 
 def write_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> str:
@@ -257,12 +264,8 @@ def test_pooled_native_sequence_behind_its_rows(pg_or_mariadb: tuple[Engine, str
 
 @pytest.fixture(params=["postgresql", "postgresql18", "mysql"])
 def pg_or_mariadb(request: pytest.FixtureRequest, engines: Any) -> Iterator[tuple[Engine, str]]:
-    with engines.fresh_database(request.param, "doctor") as url:
-        engine = sa.create_engine(url)
-        try:
-            yield engine, url
-        finally:
-            engine.dispose()
+    with fresh_engine(engines, request.param) as made:
+        yield made
 
 
 def test_stale_lease_table(
@@ -371,13 +374,9 @@ def test_server_minted_keys_are_checked_in_order(name: str, engines: Any) -> Non
         metadata,
         sa.Column("id", CombGuid(native_uuid=True), primary_key=True, server_default=server_uuid()),
     )
-    with engines.fresh_database(name, "doctor") as url:
-        engine = sa.create_engine(url)
-        try:
-            metadata.create_all(engine)
-            report = doctor(engine, metadata)
-        finally:
-            engine.dispose()
+    with fresh_engine(engines, name) as (engine, _):
+        metadata.create_all(engine)
+        report = doctor(engine, metadata)
     assert report.healthy, report.format()
     (order,) = [f for f in report.findings if f.check == "order"]
     assert order.status == "ok"
@@ -446,19 +445,15 @@ def test_a_missing_pooled_sequence(fresh: tuple[Engine, str]) -> None:
 
 def test_a_sequences_table_of_version_0_1(engines: Any) -> None:
     """MariaDB: a sequences table whose names compare case-insensitively (0.1's collation)."""
-    with engines.fresh_database("mysql", "doctor") as url:
-        engine = sa.create_engine(url)
-        try:
-            models = make_models()
-            create(engine, models)
-            with engine.begin() as conn:
-                conn.exec_driver_sql(
-                    "ALTER TABLE sequences MODIFY name VARCHAR(64) "
-                    "CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL"
-                )
-            report = doctor(engine, models.metadata)
-        finally:
-            engine.dispose()
+    with fresh_engine(engines, "mysql") as (engine, _):
+        models = make_models()
+        create(engine, models)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                "ALTER TABLE sequences MODIFY name VARCHAR(64) "
+                "CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL"
+            )
+        report = doctor(engine, models.metadata)
     assert ("schema", "table sequences") in problems(report)
     fixes = {f.fix for f in report.problems}
     assert "in a migration: op.make_sequence_names_case_sensitive('sequences')" in fixes
@@ -470,22 +465,18 @@ def test_a_cached_mariadb_sequence_is_never_called_ahead_of_an_import(engines: A
     After one block was taken and rows were imported with keys inside the cache,
     the next block would collide; doctor must not report the sequence ahead.
     """
-    with engines.fresh_database("mysql", "doctor") as url:
-        engine = sa.create_engine(url)
-        try:
-            models = make_models()
-            create(engine, models)  # the first block: 1 to 10; the row says 10001
-            with engine.begin() as conn:
-                conn.execute(sa.insert(models.items), [{"id": i} for i in range(100, 5001)])
-            found = {(f.check, f.subject): f for f in doctor(engine, models.metadata).findings}
-            behind = found[("behind", "doc_items.id")]
-            assert behind.status == "skipped", behind
-            assert "11" in behind.message, behind.message
-            assert "10001" in behind.message, behind.message
-            with engine.begin() as conn:  # the block the next process takes collides
-                assert conn.scalar(sa.text("SELECT NEXTVAL(doc_item_id)")) == 11
-        finally:
-            engine.dispose()
+    with fresh_engine(engines, "mysql") as (engine, _):
+        models = make_models()
+        create(engine, models)  # the first block: 1 to 10; the row says 10001
+        with engine.begin() as conn:
+            conn.execute(sa.insert(models.items), [{"id": i} for i in range(100, 5001)])
+        found = {(f.check, f.subject): f for f in doctor(engine, models.metadata).findings}
+        behind = found[("behind", "doc_items.id")]
+        assert behind.status == "skipped", behind
+        assert "11" in behind.message, behind.message
+        assert "10001" in behind.message, behind.message
+        with engine.begin() as conn:  # the block the next process takes collides
+            assert conn.scalar(sa.text("SELECT NEXTVAL(doc_item_id)")) == 11
 
 
 def test_doctor_in_the_callers_transaction_leaves_it_to_the_caller(
@@ -689,13 +680,9 @@ def test_server_uuid_is_suggested_only_where_it_compiles(engines: Any) -> None:
         metadata,
         sa.Column("id", CombGuid(native_uuid=True), primary_key=True, default=new_uuid7),
     )
-    with engines.fresh_database("mysql", "doctor") as url:
-        engine = sa.create_engine(url)
-        try:
-            metadata.create_all(engine)
-            report = doctor(engine, metadata)
-        finally:
-            engine.dispose()
+    with fresh_engine(engines, "mysql") as (engine, _):
+        metadata.create_all(engine)
+        report = doctor(engine, metadata)
     (server,) = [f for f in report.findings if f.subject == "server_uuid()"]
     function = server.details["server_uuid"]
     # as written, without a column default's parentheses: the docs show UUID()
@@ -710,15 +697,11 @@ def test_server_uuid_is_suggested_only_where_it_compiles(engines: Any) -> None:
 
 def test_a_mariadb_sequence_never_called_starts_at_its_start(engines: Any) -> None:
     """Its row holds the start itself: exactly that, never a range below it."""
-    with engines.fresh_database("mysql", "doctor") as url:
-        engine = sa.create_engine(url)
-        try:
-            models = make_models()
-            models.metadata.create_all(engine)
-            models.item_id.create(engine, checkfirst=True)
-            found = {(f.check, f.subject): f for f in doctor(engine, models.metadata).findings}
-            behind = found[("behind", "doc_items.id")]
-            assert behind.status == "ok", behind
-            assert "starts its next block at 1," in behind.message, behind.message
-        finally:
-            engine.dispose()
+    with fresh_engine(engines, "mysql") as (engine, _):
+        models = make_models()
+        models.metadata.create_all(engine)
+        models.item_id.create(engine, checkfirst=True)
+        found = {(f.check, f.subject): f for f in doctor(engine, models.metadata).findings}
+        behind = found[("behind", "doc_items.id")]
+        assert behind.status == "ok", behind
+        assert "starts its next block at 1," in behind.message, behind.message
