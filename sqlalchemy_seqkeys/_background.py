@@ -138,26 +138,27 @@ class _TaskPeriodic(_Scheduled):
     def join(self, timeout: float) -> None:
         pass  # the loop's own: see stop_async
 
-    async def stop_async(self, timeout: float | None = None) -> bool:
-        """Cancel the task and wait for it (unless called from it); False if it ran on.
+    async def stop_async(self, timeout: float | None = None) -> asyncio.Task[None] | None:
+        """Cancel the task and wait for it (unless called from it); the task if it ran on.
 
         A run stuck on a server that does not answer may not end when
         cancelled (the driver's clean-up waits on the same socket): past
-        ``timeout`` seconds (None: no limit) it is left to end by itself.
+        ``timeout`` seconds (None: no limit) it is left to end by itself, and
+        returned; None once it ended (or there was none).
         """
         import asyncio
 
         self._stopped = True
         task = self._task
         if task is None or task is asyncio.current_task() or task.done():
-            return True
+            return None
         task.cancel()
         done, _ = await asyncio.wait({task}, timeout=timeout)
         if not done:
             task.add_done_callback(retrieve_error)
-            return False
+            return task
         retrieve_error(task)
-        return True
+        return None
 
     def _after_fork_in_child(self) -> None:
         # The parent's loop and task are not this process's.

@@ -1212,8 +1212,9 @@ class AsyncWorkerLease:
             return  # closed, or a forked child's copy: the parent owns the row
         job = self._job
         # a renewal stuck on a silent server may not end even when cancelled
-        if job is not None and not await job.stop_async(min(sync.ttl, _CLOSE_GRACE_S)):
-            self._detached.add(job._task)
+        running = None if job is None else await job.stop_async(min(sync.ttl, _CLOSE_GRACE_S))
+        if running is not None:
+            self._detached.add(running)
         try:
             if self._db is None:
                 sync.close()  # never started: no I/O
