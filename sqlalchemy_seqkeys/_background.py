@@ -19,7 +19,7 @@ from . import _fork
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["GreenletLock", "Periodic", "periodic", "retrieve_error"]
+__all__ = ["GreenletLock", "Periodic", "periodic", "retrieve_error", "within"]
 
 #: the job: runs once per interval; returns False to stop for good
 Job = Callable[[], bool]
@@ -187,6 +187,55 @@ def periodic(
     if loop is None:
         return _ThreadPeriodic(interval, job, name)
     return _TaskPeriodic(interval, job, name, loop, on_cancel)
+
+
+#: starts a coroutine as a task of the running loop that nobody needs to await
+StartTask = Callable[[Coroutine[Any, Any, None], str], "asyncio.Task[None]"]
+
+
+def within(
+    seconds: float, work: Callable[[], None], name: str, start_task: StartTask | None = None
+) -> bool:
+    """Run ``work`` in the background; False if it has not ended after ``seconds``.
+
+    On a daemon thread; with ``start_task`` (called inside SQLAlchemy's
+    greenlet), as an asyncio task of the running loop, in the greenlet, made
+    by ``start_task(coroutine, name)``. Its error is raised here. Work that
+    outlasts the wait (a socket the server stopped answering, a row another
+    transaction holds) runs on to its end.
+
+    :param seconds: how long to wait for it.
+    :param work: a sync callable.
+    :param name: the thread's or task's name.
+    :param start_task: None for a thread; else what creates (and keeps) the task.
+    """
+    if start_task is not None:
+        import asyncio
+
+        from ._compat import await_, greenlet_spawn
+
+        task = start_task(greenlet_spawn(work), name)
+        await_(asyncio.wait({task}, timeout=max(seconds, 0.0)))
+        if not task.done():
+            return False
+        task.result()
+        return True
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # raised in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    thread.join(max(seconds, 0.0))
+    if thread.is_alive():
+        return False
+    if failed:
+        raise failed[0]
+    return True
 
 
 def retrieve_error(task: asyncio.Task[Any]) -> None:

@@ -28,7 +28,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
 from . import _fork
-from ._background import GreenletLock, Periodic, periodic, retrieve_error
+from ._background import GreenletLock, Periodic, StartTask, periodic, retrieve_error, within
 from ._dialect import facts, insert_ignoring_conflict
 from ._lease import Lease, Minter
 from ._validate import (
@@ -103,30 +103,6 @@ def _holding(lock: threading.Lock | GreenletLock, timeout: float) -> Iterator[bo
     finally:
         if held:
             lock.release()
-
-
-def _in_thread_within(seconds: float, work: Callable[[], None], name: str) -> bool:
-    """Run ``work`` on a daemon thread; False if it has not ended after ``seconds``.
-
-    Its error is raised here. Work that outlasts the wait (a socket the server
-    stopped answering, a row another transaction holds) runs on to its end.
-    """
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            work()
-        except BaseException as exc:  # raised in the caller's thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, name=name, daemon=True)
-    thread.start()
-    thread.join(max(seconds, 0.0))
-    if thread.is_alive():
-        return False
-    if failed:
-        raise failed[0]
-    return True
 
 
 def _db_errors(engine: object) -> tuple[type[BaseException], ...]:
@@ -667,8 +643,8 @@ class WorkerLease(_HeldWorkerId):
         # extends the mark.
         self._renew_lock: threading.Lock | GreenletLock = threading.Lock()
         self._sleep: Callable[[float], None] = time.sleep
-        #: runs a write of the row in the background, waiting for it a bounded time
-        self._within: Callable[[float, Callable[[], None], str], bool] = _in_thread_within
+        #: None: a write of the row waited for a bounded time runs on a thread; else as a task
+        self._start_task: StartTask | None = None
         self._kind = "WorkerLease"
         self._extend: Callable[[int], None] = self._extend_now
         self._job: Periodic | None = None
@@ -796,9 +772,8 @@ class WorkerLease(_HeldWorkerId):
         mark = self._release_mark()
         grace = min(self.ttl, _CLOSE_GRACE_S)
         try:
-            if not self._within(
-                grace, lambda: self._release_held(mark), f"{self._job_name()}-release"
-            ):
+            release = lambda: self._release_held(mark)  # noqa: E731
+            if not within(grace, release, f"{self._job_name()}-release", self._start_task):
                 raise _NoAnswerError
         except _NoAnswerError:
             self._not_released(f"the database did not answer within {grace:g} s")
@@ -887,10 +862,11 @@ class WorkerLease(_HeldWorkerId):
         if left <= 0:
             return  # extend_mark's check says why
         try:
-            done = self._within(
+            done = within(
                 left,
                 lambda: self._renew_once(until_ms, wait=left),
                 f"{self._job_name()}-extend",
+                self._start_task,
             )
         except _NoAnswerError:
             done = False
@@ -1175,7 +1151,7 @@ class AsyncWorkerLease:
         sync.engine = self._db.sync_engine
         sync._renew_lock = GreenletLock()
         sync._sleep = _greenlet_sleep
-        sync._within = self._within
+        sync._start_task = self._detach
         try:
             await greenlet_spawn(sync._claim)
         except BaseException:
@@ -1291,24 +1267,6 @@ class AsyncWorkerLease:
             task.add_done_callback(tasks.discard)
         task.add_done_callback(retrieve_error)  # read even if nobody waits for it any more
         return task
-
-    def _within(self, seconds: float, work: Callable[[], None], name: str) -> bool:
-        """Inside SQLAlchemy's greenlet: ``work`` as a task; False if not done in ``seconds``.
-
-        Its error is raised here. Work that outlasts the wait runs on to its
-        end (or to the loop's shutdown, which cancels it).
-        """
-        import asyncio
-
-        from ._aio import await_
-        from ._compat import greenlet_spawn
-
-        task = self._detach(greenlet_spawn(work), name)
-        await_(asyncio.wait({task}, timeout=max(seconds, 0.0)))
-        if not task.done():
-            return False
-        task.result()
-        return True
 
     # -- the lease's state and the Lease protocol: the sync lease's ------------------
 
