@@ -629,6 +629,28 @@ def _untransformed(
     return checked
 
 
+def _hand_over(
+    old: _Sequence, new: _Sequence, raw: Callable[[], int], redirect: list[Callable[[], int] | None]
+) -> None:
+    """A generator rebound from ``old`` to ``new`` (under the bind lock, before ``new`` is used).
+
+    ``old`` mints no id of a later tick, the generator's calls that reach its
+    slow path (``redirect``) go to ``raw``, and ``new`` mints only past every
+    tick this process minted with its worker id.
+    """
+    with new.lock:
+        state = new.box[0]  # a lease's sequence may be minting for other generators
+        new._publish(_STOPPED)  # (even a call forwarded from ``old`` waits here)
+        # A fixed id's sequence is ours alone: it stops. A lease's sequence
+        # stays with the lease (other generators may share it); only this
+        # generator's calls leave it.
+        last = old.stop(raw) if old.lease is None else old.detach(redirect, raw)
+        if last >= 0:
+            key = (old.layout, old.worker_id)
+            _retired[key] = max(_retired.get(key, -1), last)
+        new.start_after(_retired_tick(new.layout, new.worker_id), state)
+
+
 class Snowflake:
     """A thread-safe snowflake id generator; also a zero-argument column default.
 
@@ -763,25 +785,9 @@ class Snowflake:
             redirect: list[Callable[[], int] | None] = [None]
             raw = sequence.minter(self._after_fork, redirect)
             if mine and old is not None:
-                self._switch(old, sequence, raw)
+                _hand_over(old, sequence, raw, self._redirect)
             self.lease = lease
             self._use(sequence, raw, redirect)
-
-    def _switch(self, old: _Sequence, new: _Sequence, raw: Callable[[], int]) -> None:
-        # Under the bind lock, before ``new`` is published: ``old`` mints no id
-        # of a later tick, its calls that reach the slow path go to ``raw``, and
-        # ``new`` mints only past every tick this process minted with its worker id.
-        with new.lock:
-            state = new.box[0]  # a lease's sequence may be minting for other generators
-            new._publish(_STOPPED)  # (even a call forwarded from ``old`` waits here)
-            # A fixed id's sequence is ours alone: it stops. A lease's sequence
-            # stays with the lease (other generators may share it); only this
-            # generator's calls leave it.
-            last = old.stop(raw) if old.lease is None else old.detach(self._redirect, raw)
-            if last >= 0:
-                key = (old.layout, old.worker_id)
-                _retired[key] = max(_retired.get(key, -1), last)
-            new.start_after(_retired_tick(new.layout, new.worker_id), state)
 
     def _unbound(self) -> int:
         raise WorkerIdNotBoundError(

@@ -354,9 +354,9 @@ class _Row:
 
 
 class _HeldWorkerId:
-    """A lease's state as the generators bound to it see it: the checks and the Lease protocol.
+    """A held worker id: its state, its checks, the Lease protocol, and its renewal.
 
-    :class:`WorkerLease` adds the lifecycle (claim, renew, release).
+    :class:`WorkerLease` adds the lifecycle (construct, claim, start, release).
     """
 
     _kind: str
@@ -371,9 +371,14 @@ class _HeldWorkerId:
     _floor_ms: int
     _extend: Callable[[int], None]
     _children: _Children
+    _renew_lock: threading.Lock | GreenletLock
+    _start_task: StartTask | None
+    _row: _Row
     clock: Callable[[], int]
+    engine: sa.Engine
     table: sa.Table
     owner: str
+    ttl: float
 
     def _started_or_implicit(self) -> None:
         raise NotImplementedError
@@ -546,6 +551,85 @@ class _HeldWorkerId:
         """
         minter = self._minter
         return self.in_this_process(minter.clock if minter is not None else self.clock)
+
+    # -- renewing ------------------------------------------------------------------
+
+    def _job_name(self) -> str:
+        # the renewal thread's (or task's) name
+        return f"seqkeys-lease-{self._worker_id}-{self.owner[:8]}"
+
+    def _renew_once(self, at_least_ms: int = 0, wait: float | None = None) -> None:
+        """Renew the row and move the mark on; raise if the lease is gone.
+
+        ``wait``: seconds to wait for a renewal or release under way (default
+        the ttl); past it an extension (``at_least_ms``) raises and the
+        background job skips this turn.
+        """
+        with _holding(self._renew_lock, self.ttl if wait is None else wait) as held:
+            if not held:
+                if at_least_ms:
+                    raise _NoAnswerError
+                return
+            if self._closed.is_set() or self._lost is not None:
+                return
+            if at_least_ms and self._mark_ms >= at_least_ms:
+                return  # another caller's extension got there first
+            sent = _lease_clock()  # the lease counts from before the renewal was sent
+            assert self._worker_id is not None
+            with self.engine.connect() as conn:
+                mark = self._row.renew(conn, self._worker_id, self._mark_ms, at_least_ms)
+            if mark is None:
+                self._lost = "its row was taken over after it expired"
+                raise self._lost_error()
+            # Only once committed: the row's mark is never below ours.
+            self._mark_ms = mark
+            self._valid_until = sent + self.ttl
+
+    def _extend_now(self, until_ms: int) -> None:
+        """Renew now so that the mark reaches ``until_ms``, within the lease's validity.
+
+        A renewal stuck on a locked row or a silent server is not waited for
+        past the moment the lease stops being certain: the caller gets
+        :class:`~sqlalchemy_seqkeys.WorkerLeaseLostError` then, not a hang.
+        """
+        left = self._valid_until - _lease_clock()
+        if left <= 0:
+            return  # extend_mark's check says why
+        try:
+            done = within(
+                left,
+                lambda: self._renew_once(until_ms, wait=left),
+                f"{self._job_name()}-extend",
+                self._start_task,
+            )
+        except _NoAnswerError:
+            done = False
+        if not done:
+            raise self._unanswered_error(until_ms, left)
+
+    def _unanswered_error(self, until_ms: int, left: float) -> WorkerLeaseLostError:
+        return WorkerLeaseLostError(
+            f"the lease on worker id {self._worker_id} could not be renewed to mint past "
+            f"{until_ms} Unix ms: the database did not answer within the {left:.3g} s the "
+            "lease had left (a renewal waits on a locked lease row or a server that does "
+            "not answer); minting on could duplicate another process's ids. Take a new "
+            f"{self._kind}"
+        )
+
+    def _renew_scheduled(self) -> bool:
+        """One renewal of the background job: a failure is retried, a loss stops it."""
+        try:
+            self._renew_once()
+        except ClockSkewError as exc:
+            self._lost = str(exc)
+        except Exception:  # retried at the next interval; expiry is the guard
+            pass
+        if self._lost is None:
+            return True
+        minter = self._minter  # not even the rest of this tick: its generators stop at once
+        if minter is not None:
+            minter.halt()
+        return False
 
 
 class WorkerLease(_HeldWorkerId):
@@ -723,10 +807,6 @@ class WorkerLease(_HeldWorkerId):
                 )
             self._sleep(min((ahead + 1) / 1000, 0.05))
 
-    def _job_name(self) -> str:
-        # the renewal thread's (or task's) name
-        return f"seqkeys-lease-{self._worker_id}-{self.owner[:8]}"
-
     def _started_or_implicit(self) -> None:
         # The 0.x behaviour: a lease claimed when it was created (never an async one).
         if self._started or self._closed.is_set() or self._kind != "WorkerLease":
@@ -821,81 +901,6 @@ class WorkerLease(_HeldWorkerId):
             minter = self._minter
         last_ms = minter.halt() if minter is not None else -1
         return max(self._floor_ms, last_ms)
-
-    # -- renewing ------------------------------------------------------------------
-
-    def _renew_once(self, at_least_ms: int = 0, wait: float | None = None) -> None:
-        """Renew the row and move the mark on; raise if the lease is gone.
-
-        ``wait``: seconds to wait for a renewal or release under way (default
-        the ttl); past it an extension (``at_least_ms``) raises and the
-        background job skips this turn.
-        """
-        with _holding(self._renew_lock, self.ttl if wait is None else wait) as held:
-            if not held:
-                if at_least_ms:
-                    raise _NoAnswerError
-                return
-            if self._closed.is_set() or self._lost is not None:
-                return
-            if at_least_ms and self._mark_ms >= at_least_ms:
-                return  # another caller's extension got there first
-            sent = _lease_clock()  # the lease counts from before the renewal was sent
-            assert self._worker_id is not None
-            with self.engine.connect() as conn:
-                mark = self._row.renew(conn, self._worker_id, self._mark_ms, at_least_ms)
-            if mark is None:
-                self._lost = "its row was taken over after it expired"
-                raise self._lost_error()
-            # Only once committed: the row's mark is never below ours.
-            self._mark_ms = mark
-            self._valid_until = sent + self.ttl
-
-    def _extend_now(self, until_ms: int) -> None:
-        """Renew now so that the mark reaches ``until_ms``, within the lease's validity.
-
-        A renewal stuck on a locked row or a silent server is not waited for
-        past the moment the lease stops being certain: the caller gets
-        :class:`~sqlalchemy_seqkeys.WorkerLeaseLostError` then, not a hang.
-        """
-        left = self._valid_until - _lease_clock()
-        if left <= 0:
-            return  # extend_mark's check says why
-        try:
-            done = within(
-                left,
-                lambda: self._renew_once(until_ms, wait=left),
-                f"{self._job_name()}-extend",
-                self._start_task,
-            )
-        except _NoAnswerError:
-            done = False
-        if not done:
-            raise self._unanswered_error(until_ms, left)
-
-    def _unanswered_error(self, until_ms: int, left: float) -> WorkerLeaseLostError:
-        return WorkerLeaseLostError(
-            f"the lease on worker id {self._worker_id} could not be renewed to mint past "
-            f"{until_ms} Unix ms: the database did not answer within the {left:.3g} s the "
-            "lease had left (a renewal waits on a locked lease row or a server that does "
-            "not answer); minting on could duplicate another process's ids. Take a new "
-            f"{self._kind}"
-        )
-
-    def _renew_scheduled(self) -> bool:
-        """One renewal of the background job: a failure is retried, a loss stops it."""
-        try:
-            self._renew_once()
-        except ClockSkewError as exc:
-            self._lost = str(exc)
-        except Exception:  # retried at the next interval; expiry is the guard
-            pass
-        if self._lost is None:
-            return True
-        minter = self._minter  # not even the rest of this tick: its generators stop at once
-        if minter is not None:
-            minter.halt()
-        return False
 
 
 class _Children:
@@ -1024,14 +1029,12 @@ class AsyncWorkerLease:
 
     The same arguments, guarantees and lifecycle, wrapped as ``AsyncEngine``
     wraps ``Engine``: :attr:`sync_lease` is a :class:`WorkerLease` whose SQL
-    runs in SQLAlchemy's greenlet. The constructor does no I/O: ``async
-    with`` (or ``await lease.start()``) claims a worker id, an asyncio task on
-    the running loop renews it every ``ttl / 3``, and leaving the block (or
-    ``await lease.close()``) releases it. Nothing blocks the event loop. The
-    lease talks to the database on a twin of the engine's pool
-    (``Pool.recreate()``: the same URL, settings and pool events), so a
-    renewal never waits behind the application's requests; it holds one
-    connection, closed by :meth:`close`.
+    runs in SQLAlchemy's greenlet. The constructor does no I/O: ``async with``
+    (or ``await lease.start()``) claims a worker id, an asyncio task renews it
+    every ``ttl / 3``, and leaving the block (or ``await lease.close()``)
+    releases it. Nothing blocks the event loop. Its one connection comes from
+    a twin of the engine's pool (``Pool.recreate()``), so a renewal never
+    waits behind the application's requests.
 
     The renewal task needs the loop to run: a loop blocked for longer than
     the ttl loses the lease, and its generators raise
@@ -1048,15 +1051,13 @@ class AsyncWorkerLease:
     :param max_worker_id: the largest worker id handed out (1023 for the
         default snowflake layout).
     :param create_table: create the table at start if it is missing.
-    :param clock: nanoseconds since the Unix epoch (default ``time.time_ns``),
-        as for :class:`WorkerLease`.
+    :param clock: nanoseconds since the Unix epoch (default ``time.time_ns``).
     :param max_skew: seconds the clock may be from the database server's.
     :param max_wait: seconds :meth:`start` waits for this clock to pass the
         previous holder's ids.
 
-    The keywords, their defaults and their checks are :class:`WorkerLease`'s;
-    a bad value raises :class:`~sqlalchemy_seqkeys.InvalidLeaseError` at
-    construction.
+    The keywords, their defaults and their checks (a bad value raises
+    :class:`~sqlalchemy_seqkeys.InvalidLeaseError`) are :class:`WorkerLease`'s.
 
     Example (a FastAPI lifespan)::
 
