@@ -11,6 +11,7 @@ Pure: nothing here imports SQLAlchemy (a caller passes ``sa.MetaData`` to
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -53,23 +54,43 @@ def shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-2:]}"
 
 
+#: The text forms of a UUID that parse_uuid reads: the ones Python documents for
+#: uuid.UUID's hex argument, written properly. 32 hex digits, or 8-4-4-4-12 with
+#: the four hyphens; either in braces or after "urn:uuid:" (any case) or alone.
+#: ASCII hex digits only; nothing else (uuid.UUID alone takes "+", "_", spaces,
+#: other Unicode digits and "uuid:" anywhere: int(..., 16) reads what is left).
+_HEX_BODY = (
+    "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    "|[0-9a-fA-F]{32}"
+)
+_UUID_TEXT = re.compile(
+    rf"({_HEX_BODY})|\{{({_HEX_BODY})\}}|[uU][rR][nN]:[uU][uU][iI][dD]:({_HEX_BODY})"
+)
+
+
 def parse_uuid(value: object) -> uuid.UUID | None:
     """``value`` if it is a ``uuid.UUID``, the UUID its text spells if it is a str; else None.
 
-    The caller raises its own error: what the UUID was wanted for differs.
+    The text is read strictly: 32 hex digits, with the four hyphens of the
+    8-4-4-4-12 form or none, alone, in braces or after ``urn:uuid:``. Anything
+    else (surrounding spaces, a sign, underscores, a hyphen out of place, a
+    missing digit) is None, never another UUID. The caller raises its own
+    error: what the UUID was wanted for differs.
 
     Example::
 
         >>> parse_uuid("0190b6a8-6c3e-7d4a-9f1e-2b5c8d7e6f10").version, parse_uuid(b"x")
         (7, None)
+        >>> parse_uuid("0190b6a8-6c3e-7d4a-9f1e-2b5c8d7e6f1 ") is None
+        True
     """
     if isinstance(value, uuid.UUID):
         return value
     if isinstance(value, str):
-        try:
-            return uuid.UUID(value)
-        except ValueError:
+        match = _UUID_TEXT.fullmatch(value)
+        if match is None:
             return None
+        return uuid.UUID(match[match.lastindex or 0])
     return None
 
 

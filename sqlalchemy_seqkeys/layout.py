@@ -25,6 +25,7 @@ from ._layout_presets import (
     INSTAGRAM_EPOCH,
     JS_SAFE_EPOCH,
     SONYFLAKE_EPOCH,
+    UNIX_EPOCH,
     UTC,
     LayoutPresets,
 )
@@ -43,6 +44,24 @@ __all__ = [
 
 _FIELDS = ("timestamp", "worker", "sequence")
 _TEN_YEARS = timedelta(days=3652)
+_NAIVE_UNIX_EPOCH = UNIX_EPOCH.replace(tzinfo=None)
+
+
+def _since_unix_epoch(instant: datetime) -> timedelta:
+    """How long after 1970-01-01T00:00Z the aware ``instant`` is: its wall clock less its offset.
+
+    Measure instants with it before comparing or subtracting them: Python
+    compares and subtracts two aware datetimes that share a tzinfo object (two
+    ``ZoneInfo("Europe/Berlin")`` instants, cached as one) by their wall clocks,
+    ignoring their UTC offsets and ``fold``, which is off by the daylight-saving
+    shift across seasons and in the autumn overlap. The offset reads ``fold``. It
+    is ``instant.astimezone(timezone.utc) - UNIX_EPOCH``, without the overflow of
+    ``astimezone`` for an instant whose UTC time is before the year 1 or after 9999.
+    """
+    offset = instant.utcoffset()
+    if offset is None:
+        raise ValueError(f"{instant!r} has no timezone")
+    return instant.replace(tzinfo=None) - _NAIVE_UNIX_EPOCH - offset
 
 
 def _outside_stacklevel() -> int:
@@ -264,8 +283,10 @@ class SnowflakeLayout(LayoutPresets):
 
     @property
     def exhausts_at(self) -> datetime:
-        """The first instant the timestamp field cannot hold: no id is minted from then on."""
-        return self.epoch + self.time_unit * self.tick_limit
+        """The first instant the timestamp field cannot hold: no id is minted from then on (UTC)."""
+        # epoch + lifetime in UTC: in the epoch's own zone, adding to it would add to its
+        # wall clock, off by a daylight-saving shift between the two seasons
+        return UNIX_EPOCH + (_since_unix_epoch(self.epoch) + self.lifetime)
 
     @property
     def exhausted_at(self) -> datetime:
@@ -440,16 +461,18 @@ class SnowflakeLayout(LayoutPresets):
         An instant before the epoch or from :attr:`exhausts_at` on has no tick:
         it raises :class:`~sqlalchemy_seqkeys.TimestampOutOfRangeError`.
 
-        :param instant: a timezone-aware datetime.
+        :param instant: a timezone-aware datetime, in any zone (the instant counts, not
+          its wall clock).
         """
         check_aware(instant, "instant", InvalidSnowflakeError)
-        if not self.epoch <= instant < self.exhausts_at:
+        since_epoch = _since_unix_epoch(instant) - _since_unix_epoch(self.epoch)
+        if not timedelta(0) <= since_epoch < self.lifetime:
             raise TimestampOutOfRangeError(
                 f"{instant.isoformat()} is outside this layout's time range, from its epoch "
                 f"{self.epoch.isoformat()} to {self.exhausts_at.isoformat()}; no snowflake "
                 "id of this layout has it"
             )
-        return (instant - self.epoch) // self.time_unit
+        return since_epoch // self.time_unit
 
     def instant_of(self, ticks: int) -> datetime:
         """The UTC instant at which tick ``ticks`` begins.
@@ -457,7 +480,7 @@ class SnowflakeLayout(LayoutPresets):
         :param ticks: ticks since the epoch, below :attr:`tick_limit`.
         """
         check_int(ticks, "ticks", InvalidSnowflakeError, min=0, max=self.tick_limit - 1)
-        return self.epoch.astimezone(UTC) + self.time_unit * ticks
+        return UNIX_EPOCH + (_since_unix_epoch(self.epoch) + self.time_unit * ticks)
 
 
 class DecodedSnowflake(NamedTuple):

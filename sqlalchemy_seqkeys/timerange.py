@@ -14,18 +14,20 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from .comb import _EPOCH, CombLayout, _bad_layout
+from .comb import CombLayout, _bad_layout
 from .errors import (
     InvalidSnowflakeError,
     InvalidTimeRangeError,
     NaiveDatetimeError,
     TimestampOutOfRangeError,
 )
+from .layout import _since_unix_epoch
 from .snowflake import MAX_INT64, Snowflake, SnowflakeLayout, rotate_digits, unrotate_digits
 
 __all__ = ["comb_bounds", "snowflake_bounds", "uuid7_bounds"]
 
 _MS = timedelta(milliseconds=1)
+_UNIX = timedelta(0)  # the Unix epoch, 1970-01-01T00:00Z, as a time since itself
 
 
 def _instant(value: object, name: str) -> datetime:
@@ -41,18 +43,25 @@ def _instant(value: object, name: str) -> datetime:
     return value
 
 
-def _window(start: object, end: object) -> tuple[datetime, datetime]:
+def _window(start: object, end: object) -> tuple[timedelta, timedelta]:
+    """``start`` and ``end`` as instants: how long after 1970-01-01T00:00Z each is.
+
+    Instants, not wall clocks: two datetimes that share a tzinfo object compare by
+    wall clock, so 02:30 CEST would come after 02:10 CET, 40 minutes later.
+    """
     s, e = _instant(start, "start"), _instant(end, "end")
-    if e < s:
+    since_s, since_e = _since_unix_epoch(s), _since_unix_epoch(e)
+    if since_e < since_s:
         raise InvalidTimeRangeError(
             f"end {e.isoformat()} is before start {s.isoformat()}; the window is "
             "[start, end): pass the earlier instant first"
         )
-    return s, e
+    return since_s, since_e
 
 
-def _ceil_units(instant: datetime, epoch: datetime, unit: timedelta) -> int:
-    """Whole units from ``epoch`` to ``instant``, rounded up; never below 0."""
+def _ceil_units(instant: timedelta, epoch: timedelta, unit: timedelta) -> int:
+    """Whole units from ``epoch`` to ``instant`` (both as times since 1970 UTC), rounded up;
+    never below 0."""
     # A key's timestamp is a whole unit; t >= x and t < x both hold for the
     # same keys as t >= ceil(x) and t < ceil(x).
     return max(0, -((epoch - instant) // unit))
@@ -61,7 +70,7 @@ def _ceil_units(instant: datetime, epoch: datetime, unit: timedelta) -> int:
 def _ms_window(start: object, end: object) -> tuple[int, int]:
     s, e = _window(start, end)
     # datetime stops at 9999-12-31, far inside the 48-bit millisecond range
-    return _ceil_units(s, _EPOCH, _MS), _ceil_units(e, _EPOCH, _MS)
+    return _ceil_units(s, _UNIX, _MS), _ceil_units(e, _UNIX, _MS)
 
 
 def uuid7_bounds(start: datetime, end: datetime) -> tuple[uuid.UUID, uuid.UUID]:
@@ -239,9 +248,10 @@ def snowflake_bounds(
     # the layout uses all 63 bits, so a bound there has no BIGINT value
     past_end = 1 << layout.timestamp_bits
     highest = MAX_INT64 >> shift
+    epoch = _since_unix_epoch(layout.epoch)
     bounds = []
-    for name, instant in (("start", s), ("end", e)):
-        ticks = min(_ceil_units(instant, layout.epoch, layout.time_unit), past_end)
+    for name, instant, since in (("start", start, s), ("end", end, e)):
+        ticks = min(_ceil_units(since, epoch, layout.time_unit), past_end)
         if ticks > highest:
             raise TimestampOutOfRangeError(
                 f"{name} {instant.isoformat()} falls in or after the layout's last tick "

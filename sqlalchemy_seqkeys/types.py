@@ -124,8 +124,6 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
 
     impl = sqltypes.CHAR(36)
     cache_ok = True
-    #: the column being read, "table.column", where the statement names it
-    column: str | None = None
 
     # native_uuid is not keyword-only: SQLAlchemy's statement cache keys a type by
     # its positional-or-keyword __init__ arguments
@@ -237,47 +235,88 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
     def column_expression(self, column: Any) -> Any:
         # SQLAlchemy tells a result processor nothing of its column, but it
         # hands each selected column here while compiling: the column is read
-        # through a copy of this type that knows its name, for the error below.
-        # The SQL is unchanged (type_coerce renders the column as it is).
+        # through _ReadNamingColumn, which reads it as its own type (this one,
+        # a subclass, or a TypeDecorator whose impl is this one: their result
+        # conversions all run) and names the column in the error below. The SQL
+        # is unchanged (type_coerce renders the column as it is).
         table = getattr(column, "table", None)
         name = getattr(column, "name", None)
         if table is None or not isinstance(name, str):
             return column
         where = f"{getattr(table, 'name', None) or table}.{name}"
-        reader = _CombGuidColumn(self.binary, native_uuid=self.native_uuid, column=where)
-        return sa.type_coerce(column, reader)
+        return sa.type_coerce(column, _ReadNamingColumn(column.type, where))
 
     def process_result_value(self, value: Any, dialect: Dialect) -> uuid.UUID | None:
         if value is None or isinstance(value, uuid.UUID):
             return value
+        guid: uuid.UUID | None = None
         try:
             if isinstance(value, (bytes, bytearray, memoryview)):
-                return uuid.UUID(bytes=_storage(dialect).read_bytes(bytes(value)))
-            # a driver's own UUID class (asyncpg's) reads as its text form
-            return uuid.UUID(value if isinstance(value, str) else str(value))
+                guid = uuid.UUID(bytes=_storage(dialect).read_bytes(bytes(value)))
+            else:
+                # a driver's own UUID class (asyncpg's) reads as its text form; the
+                # text is read strictly: ' 0190...', '+190...' are no GUIDs
+                guid = parse_uuid(value if isinstance(value, str) else str(value))
         except (ValueError, TypeError):
             pass
-        column = f"column {self.column} ({self!r})" if self.column else f"a {self!r} column"
-        raise InvalidGuidError(
-            f"the database returned {shown(value)} ({type(value).__name__}) from {column} "
-            f"on {dialect.name}, which is not a GUID: the column holds a value this type did "
-            "not write. Find the row and fix or delete it"
-        )
+        if guid is not None:
+            return guid
+        error = _UnreadableGuidError(_not_a_guid(value, repr(self), dialect.name, None))
+        error.value, error.declared, error.dialect_name = value, repr(self), dialect.name
+        raise error
 
 
-class _CombGuidColumn(CombGuid):
-    """CombGuid as a SELECT reads one named column: its errors name the column."""
+def _not_a_guid(value: object, declared: str, dialect_name: str, column: str | None) -> str:
+    where = f"column {column} ({declared})" if column else f"a {declared} column"
+    return (
+        f"the database returned {shown(value)} ({type(value).__name__}) from {where} "
+        f"on {dialect_name}, which is not a GUID: the column holds a value this type did "
+        "not write. Find the row and fix or delete it"
+    )
 
+
+class _UnreadableGuidError(InvalidGuidError):
+    """A stored value that is no GUID: :class:`_ReadNamingColumn` names its column."""
+
+    value: object = None
+    declared: str = "CombGuid()"
+    dialect_name: str = ""
+
+
+class _ReadNamingColumn(sqltypes.TypeDecorator[Any]):
+    """How a SELECT reads a column whose type is or wraps CombGuid: as that type.
+
+    ``read_as`` is the column's own type (CombGuid, a subclass of it, or a
+    TypeDecorator over it) and reads every value, its own result conversion
+    included; only a stored value that is no GUID changes: its error names
+    ``column`` ("table.column").
+    """
+
+    impl = sqltypes.NullType  # replaced by read_as
     cache_ok = True
     # read as it is: not wrapped again
     _has_column_expression = False
 
-    def __init__(self, binary: bool, native_uuid: bool, column: str) -> None:  # all in the key
-        super().__init__(binary, native_uuid=native_uuid)
+    def __init__(self, read_as: sqltypes.TypeEngine[Any], column: str) -> None:  # both in the key
+        super().__init__()
+        self.impl = read_as
+        self.read_as = read_as
         self.column = column
 
-    def __repr__(self) -> str:  # the declared type, as users wrote it
-        return CombGuid.__repr__(self)
+    def result_processor(self, dialect: Dialect, coltype: Any) -> Callable[[Any], Any] | None:
+        read = self.impl_instance.result_processor(dialect, coltype)
+        if read is None:  # a wrapping type that reads nothing itself: no error to name
+            return None
+        column = self.column
+
+        def process(value: Any) -> Any:
+            try:
+                return read(value)
+            except _UnreadableGuidError as exc:
+                message = _not_a_guid(exc.value, exc.declared, exc.dialect_name, column)
+                raise InvalidGuidError(message) from None
+
+        return process
 
 
 # -- the column default ---------------------------------------------------------

@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
+import sqlalchemy as sa
 from sqlalchemy import text
 from sqlalchemy import types as sqltypes
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.expression import ClauseElement, Executable
 
 if TYPE_CHECKING:
-    import sqlalchemy as sa
     from sqlalchemy.engine.interfaces import Dialect
 
     from sqlalchemy_seqkeys.comb import CombLayout
@@ -37,6 +39,7 @@ __all__ = [
     "NextValueReader",
     "ResyncBuilder",
     "SequenceResync",
+    "Statement",
     "catalog_reader",
     "dialect_key",
     "facts",
@@ -138,6 +141,35 @@ class SequenceResync(Protocol):
     def top(self) -> sa.Subquery:
         """``SELECT MAX(column) AS m``."""
         ...
+
+
+class Statement(Executable, ClauseElement):
+    """A statement the library writes, its ``{}`` filled by the compiler with ``parts``.
+
+    A part that is a sequence is written as its quoted name (with its schema,
+    a ``schema_translate_map`` applied); any other part is compiled as SQL.
+
+    :param template: the statement, never a user's text: names go in ``parts``.
+    :param parts: one sequence or SQL expression per ``{}``.
+    """
+
+    inherit_cache = False
+
+    def __init__(self, template: str, *parts: sa.Sequence | ClauseElement) -> None:
+        self.template = template
+        self.parts = parts
+
+
+@compiles(Statement)
+def _compile_statement(element: Statement, compiler: Any, **kw: Any) -> str:
+    return element.template.format(
+        *(
+            compiler.preparer.format_sequence(part)
+            if isinstance(part, sa.Sequence)
+            else compiler.process(part, **kw)
+            for part in element.parts
+        )
+    )
 
 
 #: a native sequence's (increment, cycles) from the catalog; None: no such sequence

@@ -6,11 +6,9 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from sqlalchemy_seqkeys.comb import CombLayout
-from sqlalchemy_seqkeys.dialects import DialectFacts, GuidStorage, SequenceResync
+from sqlalchemy_seqkeys.dialects import DialectFacts, GuidStorage, SequenceResync, Statement
 
 _MAX_VALUE = 2**63 - 1
 
@@ -107,26 +105,6 @@ def sequence_block_without_sequence_engine(sequence: sa.Sequence, n: int) -> sa.
 NEXT_VARIABLE = "@seqkeys_resync_next"
 
 
-class SetVariable(Executable, ClauseElement):
-    """``SET @variable = (query)``, the query compiled as any other statement.
-
-    :param variable: the session variable, with its ``@`` (written as it is: never
-        a user's text).
-    :param query: the one-value SELECT whose result the variable takes.
-    """
-
-    inherit_cache = False
-
-    def __init__(self, variable: str, query: sa.Select[Any]) -> None:
-        self.variable = variable
-        self.query = query
-
-
-@compiles(SetVariable)
-def _compile_set_variable(element: SetVariable, compiler: Any, **kw: Any) -> str:
-    return f"SET {element.variable} = ({compiler.process(element.query, **kw)})"
-
-
 def resync_statements(r: SequenceResync) -> list[sa.Executable]:
     """MariaDB: ``MAX + 1`` into a session variable, then ``SETVAL``, which never moves back.
 
@@ -142,7 +120,7 @@ def resync_statements(r: SequenceResync) -> list[sa.Executable]:
     following = sa.select(
         sa.case((top.c.m < sa.literal(_MAX_VALUE, sa.BigInteger), top.c.m + 1), else_=sa.null())
     ).select_from(top)
-    remember = SetVariable(NEXT_VARIABLE, following)
+    remember = Statement(f"SET {NEXT_VARIABLE} = ({{}})", following)
     # The sequence's name reaches the dynamic statement as a bound value,
     # quoted for that statement's own parser.
     move = sa.text(

@@ -6,14 +6,13 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.schema import ExecutableDDLElement
 
 from sqlalchemy_seqkeys.comb import CombLayout
 from sqlalchemy_seqkeys.dialects import (
     DialectFacts,
     GuidStorage,
     SequenceResync,
+    Statement,
     catalog_reader,
 )
 
@@ -52,21 +51,6 @@ def sequence_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:
     return sa.select(sequence.next_value()).select_from(rows)
 
 
-class SequenceNoCycle(ExecutableDDLElement):
-    """``ALTER SEQUENCE name NO CYCLE``, the name quoted by the compiler (never by hand).
-
-    :param sequence: the sequence to alter (a ``schema_translate_map`` applies).
-    """
-
-    def __init__(self, sequence: sa.Sequence) -> None:
-        self.sequence = sequence
-
-
-@compiles(SequenceNoCycle)
-def _compile_no_cycle(element: SequenceNoCycle, compiler: Any, **kw: Any) -> str:
-    return f"ALTER SEQUENCE {compiler.preparer.format_sequence(element.sequence)} NO CYCLE"
-
-
 def resync_statements(r: SequenceResync) -> list[sa.Executable]:
     """``ALTER SEQUENCE ... NO CYCLE`` (the lock), then a ``setval`` that only moves forward.
 
@@ -77,7 +61,7 @@ def resync_statements(r: SequenceResync) -> list[sa.Executable]:
     sequence, top = r.sequence, r.top
     # ALTER SEQUENCE blocks nextval and setval until the transaction ends, so
     # no block can be taken between reading the sequence and moving it.
-    lock = SequenceNoCycle(sequence)
+    lock = Statement("ALTER SEQUENCE {} NO CYCLE", sequence)
     regclass = sa.cast(sa.literal(r.name_value), postgresql.REGCLASS)
     current = sa.Table(
         sequence.name,

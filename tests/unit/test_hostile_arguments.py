@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import functools
 import inspect
 import io
 import math
@@ -377,20 +376,79 @@ def _table_sequence(**kw: Any) -> sk.TableSequence:
     return sk.TableSequence("s", **args)
 
 
-def _engine_kw() -> dict[str, Any]:
-    return {"bind": ENGINE}
+def _sync_and_async(
+    label: str,
+    call: Callable[..., Any],
+    call_async: Callable[..., Any],
+    valid: Callable[[], dict[str, Any]],
+    bad: dict[str, SearchStrategy[Any]],
+) -> list[Target]:
+    """``label`` and ``label_async``, twins but for ``bind``: the SQLite ``ENGINE`` for the
+    first, an ``AsyncEngine`` made at call time for the second; ``valid`` and ``bad`` are
+    the other parameters, the same for both."""
+    return [
+        Target(label, call, lambda: {"bind": ENGINE, **valid()}, {"bind": sync_bind(), **bad}),
+        Target(
+            f"{label}_async",
+            call_async,
+            lambda: {"bind": "async", **valid()},
+            {"bind": async_bind(), **bad},
+        ),
+    ]
 
 
-def _async_kw() -> dict[str, Any]:
-    return {"bind": "async"}
+def _function_and_twin(
+    name: str, valid: Callable[[], dict[str, Any]], bad: dict[str, SearchStrategy[Any]]
+) -> list[Target]:
+    """``sk.<name>(bind, ...)`` and ``sk.<name>_async(bind, /, ...)`` (``_sync_and_async``)."""
+    twin = getattr(sk, f"{name}_async")
+    return _sync_and_async(name, getattr(sk, name), lambda bind, **kw: twin(bind, **kw), valid, bad)
 
 
-def _bind_kw(is_async: bool, **kw: Any) -> dict[str, Any]:
-    return {"bind": "async" if is_async else ENGINE, **kw}
+#: each public sequence class with a fresh valid instance of it
+_SEQUENCES: tuple[tuple[type, Callable[[], Any]], ...] = (
+    (sk.TableSequence, _table_sequence),
+    (sk.PooledSequence, lambda: sk.PooledSequence("p")),
+    (sk.BitReversedSequence, lambda: sk.BitReversedSequence("b")),
+)
+
+
+def _sequence_methods(
+    methods: tuple[str, ...],
+    valid: Callable[[], dict[str, Any]],
+    bad: dict[str, SearchStrategy[Any]],
+    sequences: tuple[tuple[type, Callable[[], Any]], ...] = _SEQUENCES,
+) -> list[Target]:
+    """``Class.method(bind, ...)`` and ``Class.method_async(bind, ...)`` for every sequence
+    class and method (``_sync_and_async``)."""
+    return [
+        target
+        for cls, make in sequences
+        for method in methods
+        for target in _sync_and_async(
+            f"{cls.__name__}.{method}",
+            _method(make, method),
+            _amethod(make, f"{method}_async"),
+            valid,
+            bad,
+        )
+    ]
 
 
 def _fresh() -> str:
     return f"n{uuid.uuid4().hex[:16]}"
+
+
+#: WorkerLease's and AsyncWorkerLease's parameters but the engine
+_LEASE_BAD: dict[str, SearchStrategy[Any]] = {
+    "ttl": seconds(),
+    "table": IDENT,
+    "max_worker_id": integer(0, BIG),
+    "create_table": flag(),
+    "clock": clock(),
+    "max_skew": seconds(),
+    "max_wait": seconds(),
+}
 
 
 TARGETS: list[Target] = [
@@ -529,57 +587,24 @@ TARGETS: list[Target] = [
         lambda: {"metadata": sa.MetaData(), "name": "seqkeys_workers"},
         {"metadata": metadata(), "name": IDENT},
     ),
-    Target(
+    *_function_and_twin(
         "create_table_sequence",
-        sk.create_table_sequence,
-        lambda: {"bind": ENGINE, "name": _fresh(), "start": 1, "table": "sequences"},
+        lambda: {"name": _fresh(), "start": 1, "table": "sequences"},
         {
-            "bind": sync_bind(),
             "name": SEQUENCE_NAME,
             "start": integer(0, BIG - 1),
             "table": IDENT,
             "checkfirst": flag(),
         },
     ),
-    Target(
-        "create_table_sequence_async",
-        lambda bind, **kw: sk.create_table_sequence_async(_resolve(bind), **kw),
-        lambda: {"bind": "async", "name": _fresh(), "start": 1, "table": "sequences"},
-        {
-            "bind": async_bind(),
-            "name": SEQUENCE_NAME,
-            "start": integer(0, BIG - 1),
-            "table": IDENT,
-            "checkfirst": flag(),
-        },
-    ),
-    Target(
+    *_function_and_twin(
         "drop_table_sequence",
-        sk.drop_table_sequence,
-        lambda: {"bind": ENGINE, "name": "nonexistent", "table": "sequences", "checkfirst": True},
-        {
-            "bind": sync_bind(),
-            "name": SEQUENCE_NAME,
-            "table": IDENT,
-            "checkfirst": flag(),
-        },
+        lambda: {"name": "nonexistent", "table": "sequences", "checkfirst": True},
+        {"name": SEQUENCE_NAME, "table": IDENT, "checkfirst": flag()},
     ),
-    Target(
-        "drop_table_sequence_async",
-        lambda bind, **kw: sk.drop_table_sequence_async(_resolve(bind), **kw),
-        lambda: {"bind": "async", "name": "nonexistent", "table": "sequences", "checkfirst": True},
-        {
-            "bind": async_bind(),
-            "name": SEQUENCE_NAME,
-            "table": IDENT,
-            "checkfirst": flag(),
-        },
-    ),
-    Target(
+    *_function_and_twin(
         "resync_table_sequence",
-        sk.resync_table_sequence,
         lambda: {
-            "bind": ENGINE,
             "name": "s",
             "table": "data",
             "column": "id",
@@ -587,7 +612,6 @@ TARGETS: list[Target] = [
             "sequences_table": "sequences",
         },
         {
-            "bind": sync_bind(),
             "name": SEQUENCE_NAME,
             "table": st.one_of(IDENT, st.just("no_such_table")),
             "column": st.one_of(IDENT, st.just("no_such_column")),
@@ -595,31 +619,9 @@ TARGETS: list[Target] = [
             "sequences_table": st.one_of(IDENT, st.just("no_such_table")),
         },
     ),
-    Target(
-        "resync_table_sequence_async",
-        lambda bind, **kw: sk.resync_table_sequence_async(_resolve(bind), **kw),
-        lambda: {
-            "bind": "async",
-            "name": "s",
-            "table": "data",
-            "column": "id",
-            "schema": None,
-            "sequences_table": "sequences",
-        },
-        {
-            "bind": async_bind(),
-            "name": SEQUENCE_NAME,
-            "table": st.one_of(IDENT, st.just("no_such_table")),
-            "column": st.one_of(IDENT, st.just("no_such_column")),
-            "schema": SCHEMA,
-            "sequences_table": st.one_of(IDENT, st.just("no_such_table")),
-        },
-    ),
-    Target(
+    *_function_and_twin(
         "resync_pooled_sequence",
-        sk.resync_pooled_sequence,
         lambda: {
-            "bind": ENGINE,
             "name": "p",
             "table": "data",
             "column": "id",
@@ -628,29 +630,6 @@ TARGETS: list[Target] = [
             "sequences_table": "sequences",
         },
         {
-            "bind": sync_bind(),
-            "name": SEQUENCE_NAME,
-            "table": st.one_of(IDENT, st.just("no_such_table")),
-            "column": st.one_of(IDENT, st.just("no_such_column")),
-            "schema": SCHEMA,
-            "sequence_schema": SCHEMA,
-            "sequences_table": st.one_of(IDENT, st.just("no_such_table")),
-        },
-    ),
-    Target(
-        "resync_pooled_sequence_async",
-        lambda bind, **kw: sk.resync_pooled_sequence_async(_resolve(bind), **kw),
-        lambda: {
-            "bind": "async",
-            "name": "p",
-            "table": "data",
-            "column": "id",
-            "schema": None,
-            "sequence_schema": None,
-            "sequences_table": "sequences",
-        },
-        {
-            "bind": async_bind(),
             "name": SEQUENCE_NAME,
             "table": st.one_of(IDENT, st.just("no_such_table")),
             "column": st.one_of(IDENT, st.just("no_such_column")),
@@ -801,32 +780,9 @@ TARGETS: list[Target] = [
             _lease_and_close(**kw) if engine is ENGINE else sk.WorkerLease(engine, **kw)
         ),
         dict,
-        {
-            "engine": sync_bind(),
-            "ttl": seconds(),
-            "table": IDENT,
-            "max_worker_id": integer(0, BIG),
-            "create_table": flag(),
-            "clock": clock(),
-            "max_skew": seconds(),
-            "max_wait": seconds(),
-        },
+        {"engine": sync_bind(), **_LEASE_BAD},
     ),
-    Target(
-        "AsyncWorkerLease",
-        _async_lease,
-        dict,
-        {
-            "engine": async_bind(),
-            "ttl": seconds(),
-            "table": IDENT,
-            "max_worker_id": integer(0, BIG),
-            "create_table": flag(),
-            "clock": clock(),
-            "max_skew": seconds(),
-            "max_wait": seconds(),
-        },
-    ),
+    Target("AsyncWorkerLease", _async_lease, dict, {"engine": async_bind(), **_LEASE_BAD}),
     Target(
         "CombGuid",
         sk.CombGuid,
@@ -957,57 +913,18 @@ TARGETS: list[Target] = [
         lambda: {"value": uuid.uuid4().bytes},
         {"value": guid().filter(lambda v: v is not None)},
     ),
-    *[
-        Target(
-            f"{cls.__name__}.{method}",
-            (_amethod if method.endswith("_async") else _method)(make, method),
-            kw,
-            {"bind": async_bind() if method.endswith("_async") else sync_bind()},
-        )
-        for cls, make in (
-            (sk.TableSequence, _table_sequence),
-            (sk.PooledSequence, lambda: sk.PooledSequence("p")),
-            (sk.BitReversedSequence, lambda: sk.BitReversedSequence("b")),
-        )
-        for method, kw in (
-            ("next_value", _engine_kw),
-            ("next_value_async", _async_kw),
-        )
-    ],
-    *[
-        Target(
-            f"{cls.__name__}.{method}",
-            (_amethod if method.endswith("_async") else _method)(make, method),
-            functools.partial(_bind_kw, method.endswith("_async"), n=2),
-            {
-                "bind": async_bind() if method.endswith("_async") else sync_bind(),
-                "n": integer(0, MAX_BATCH_SIZE),
-            },
-        )
-        for cls, make in (
-            (sk.TableSequence, _table_sequence),
-            (sk.PooledSequence, lambda: sk.PooledSequence("p")),
-            (sk.BitReversedSequence, lambda: sk.BitReversedSequence("b")),
-        )
-        for method in ("next_values", "next_values_async")
-    ],
-    *[
-        Target(
-            f"{cls.__name__}.{method}",
-            (_amethod if method.endswith("_async") else _method)(make, method),
-            functools.partial(_bind_kw, method.endswith("_async"), checkfirst=True),
-            {
-                "bind": async_bind() if method.endswith("_async") else sync_bind(),
-                "checkfirst": flag(),
-            },
-        )
-        for cls, make in (
+    *_sequence_methods(("next_value",), dict, {}),
+    *_sequence_methods(("next_values",), lambda: {"n": 2}, {"n": integer(0, MAX_BATCH_SIZE)}),
+    *_sequence_methods(
+        ("create", "drop"),
+        lambda: {"checkfirst": True},
+        {"checkfirst": flag()},
+        sequences=(
             (sk.TableSequence, lambda: sk.TableSequence(_fresh(), mode="separate")),
             (sk.PooledSequence, lambda: sk.PooledSequence(_fresh())),
             (sk.BitReversedSequence, lambda: sk.BitReversedSequence(_fresh())),
-        )
-        for method in ("create", "create_async", "drop", "drop_async")
-    ],
+        ),
+    ),
     *[
         Target(
             f"{cls.__name__}.attach",
@@ -1015,11 +932,7 @@ TARGETS: list[Target] = [
             lambda: {"metadata": sa.MetaData()},
             {"metadata": metadata()},
         )
-        for cls, make in (
-            (sk.TableSequence, _table_sequence),
-            (sk.PooledSequence, lambda: sk.PooledSequence("p")),
-            (sk.BitReversedSequence, lambda: sk.BitReversedSequence("b")),
-        )
+        for cls, make in _SEQUENCES
     ],
     # -- Alembic operations (offline) -----------------------------------------------------
     Target(
@@ -1207,17 +1120,10 @@ TARGETS += [
         lambda: {"value": sk.new_uuid7().bytes},
         {"value": guid().filter(lambda v: v is not None and not isinstance(v, uuid.UUID))},
     ),
-    Target(
+    *_function_and_twin(
         "doctor",
-        sk.doctor,
-        lambda: {"bind": ENGINE, "metadata": sa.MetaData()},
-        {"bind": sync_bind(), "metadata": metadata()},
-    ),
-    Target(
-        "doctor_async",
-        sk.doctor_async,
-        lambda: {"bind": "async", "metadata": sa.MetaData()},
-        {"bind": async_bind(), "metadata": metadata()},
+        lambda: {"metadata": sa.MetaData()},
+        {"metadata": metadata()},
     ),
     Target("server_uuid", sk.server_uuid, dict, {}),
     Target("ServerUuid", sk.ServerUuid, dict, {}),
