@@ -336,10 +336,14 @@ def _insert_with_comb_guid() -> Any:
         return conn.execute(t.insert().returning(t.c.id)).scalar_one()
 
 
-def _read_guid(value: object, binary: bool = False) -> Any:
-    """What a CombGuid column gives back when the database holds ``value``."""
-    type_ = sk.CombGuid(binary=binary)
-    return type_.process_result_value(value, sa.create_engine("sqlite://").dialect)
+def _type_method(make: Callable[[], Any], name: str) -> Callable[..., Any]:
+    """``make().name(value, dialect)``, as SQLAlchemy calls a column type (SQLite's dialect)."""
+
+    def call(value: object) -> Any:
+        return getattr(make(), name)(value, sa.create_engine("sqlite://").dialect)
+
+    call.__name__ = name
+    return call
 
 
 def _op(name: str, dialect: str = "postgresql") -> Callable[..., Any]:
@@ -449,6 +453,35 @@ _LEASE_BAD: dict[str, SearchStrategy[Any]] = {
     "max_skew": seconds(),
     "max_wait": seconds(),
 }
+#: the parameters of the ``*_bounds`` functions but the layout and the transform
+_BOUNDS_BAD: dict[str, SearchStrategy[Any]] = {"start": aware_datetime(), "end": aware_datetime()}
+
+
+def _january(**kw: Any) -> dict[str, Any]:
+    """Valid ``*_bounds`` arguments: January 2024, and ``kw``."""
+    return {
+        "start": datetime(2024, 1, 1, tzinfo=UTC),
+        "end": datetime(2024, 2, 1, tzinfo=UTC),
+        **kw,
+    }
+
+
+#: the parameters a pooled sequence is made with, in all its spellings (the
+#: factory, the class, the Alembic operations), but the ones only some have
+_POOLED_BAD: dict[str, SearchStrategy[Any]] = {
+    "name": SEQUENCE_NAME,
+    "allocation_size": integer(1, MAX_ALLOCATION_SIZE),
+    "start": integer(1, BIG - 1),
+    "schema": SCHEMA,
+    "table": IDENT,
+}
+#: the same for a bit-reversed sequence
+_BIT_REVERSED_BAD: dict[str, SearchStrategy[Any]] = {
+    "name": SEQUENCE_NAME,
+    "start_with_counter": integer(1, BIG),
+    "skip_range": skip_range(),
+    "table": IDENT,
+}
 
 
 TARGETS: list[Target] = [
@@ -540,37 +573,19 @@ TARGETS: list[Target] = [
         },
     ),
     Target("server_uuid7", sk.server_uuid7, dict, {}),
-    Target(
-        "uuid7_bounds",
-        sk.uuid7_bounds,
-        lambda: {
-            "start": datetime(2024, 1, 1, tzinfo=UTC),
-            "end": datetime(2024, 2, 1, tzinfo=UTC),
-        },
-        {"start": aware_datetime(), "end": aware_datetime()},
-    ),
+    Target("uuid7_bounds", sk.uuid7_bounds, _january, _BOUNDS_BAD),
     Target(
         "comb_bounds",
         sk.comb_bounds,
-        lambda: {
-            "start": datetime(2024, 1, 1, tzinfo=UTC),
-            "end": datetime(2024, 2, 1, tzinfo=UTC),
-            "layout": "as_string",
-        },
-        {"start": aware_datetime(), "end": aware_datetime(), "layout": choice()},
+        lambda: _january(layout="as_string"),
+        {**_BOUNDS_BAD, "layout": choice()},
     ),
     Target(
         "snowflake_bounds",
         sk.snowflake_bounds,
-        lambda: {
-            "start": datetime(2024, 1, 1, tzinfo=UTC),
-            "end": datetime(2024, 2, 1, tzinfo=UTC),
-            "layout": None,
-            "transform": None,
-        },
+        lambda: _january(layout=None, transform=None),
         {
-            "start": aware_datetime(),
-            "end": aware_datetime(),
+            **_BOUNDS_BAD,
             "layout": st.sampled_from(["as_string", 5, object(), True]),
             "transform": not_callable(),
         },
@@ -642,26 +657,16 @@ TARGETS: list[Target] = [
         "pooled_sequence",
         sk.pooled_sequence,
         lambda: {"name": "p", "allocation_size": 50, "start": 1},
-        {
-            "name": SEQUENCE_NAME,
-            "allocation_size": integer(1, MAX_ALLOCATION_SIZE),
-            "start": integer(1, BIG - 1),
-            "metadata": metadata(nullable=True),
-            "schema": SCHEMA,
-            "table": IDENT,
-        },
+        {**_POOLED_BAD, "metadata": metadata(nullable=True)},
     ),
     Target(
         "bit_reversed_sequence",
         sk.bit_reversed_sequence,
         lambda: {"name": "b", "start_with_counter": 1},
         {
-            "name": SEQUENCE_NAME,
-            "start_with_counter": integer(1, BIG),
-            "skip_range": skip_range(),
+            **_BIT_REVERSED_BAD,
             "batch_size": integer(1, MAX_BIT_REVERSED_BATCH),
             "schema": SCHEMA,
-            "table": IDENT,
             "metadata": metadata(nullable=True),
         },
     ),
@@ -694,12 +699,8 @@ TARGETS: list[Target] = [
         sk.PooledSequence,
         lambda: {"name": "p"},
         {
-            "name": SEQUENCE_NAME,
+            **_POOLED_BAD,
             "batch_size": integer(1, MAX_ALLOCATION_SIZE),
-            "allocation_size": integer(1, MAX_ALLOCATION_SIZE),
-            "start": integer(1, BIG - 1),
-            "schema": SCHEMA,
-            "table": IDENT,
             "metadata": metadata(nullable=True),
         },
     ),
@@ -708,13 +709,10 @@ TARGETS: list[Target] = [
         sk.BitReversedSequence,
         lambda: {"name": "b"},
         {
-            "name": SEQUENCE_NAME,
+            **_BIT_REVERSED_BAD,
             "start": integer(1, BIG),
-            "start_with_counter": integer(1, BIG),
-            "skip_range": skip_range(),
             "batch_size": integer(1, MAX_BIT_REVERSED_BATCH),
             "schema": SCHEMA,
-            "table": IDENT,
             "metadata": metadata(nullable=True),
         },
     ),
@@ -867,52 +865,36 @@ TARGETS: list[Target] = [
             )
         },
     ),
-    Target(
-        "CombGuidDefault.layout_for",
-        _method(lambda: sk.new_comb_guid, "layout_for"),
-        lambda: {"dialect": "sqlite"},
-        {"dialect": dialect_or_name()},
-    ),
-    Target(
-        "CombGuidDefault.minter",
-        _method(lambda: sk.new_comb_guid, "minter"),
-        lambda: {"dialect": "sqlite"},
-        {"dialect": dialect_or_name()},
-    ),
+    *[
+        Target(
+            f"CombGuidDefault.{method}",
+            _method(lambda: sk.new_comb_guid, method),
+            lambda: {"dialect": "sqlite"},
+            {"dialect": dialect_or_name()},
+        )
+        for method in ("layout_for", "minter")
+    ],
     Target(
         "CombGuidDefault.with_layout",
         _method(lambda: sk.new_comb_guid, "with_layout"),
         lambda: {"layout": "as_binary"},
         {"layout": choice()},
     ),
-    Target(
-        "CombGuid.process_bind_param",
-        lambda value: sk.CombGuid().process_bind_param(
-            value, sa.create_engine("sqlite://").dialect
-        ),
-        lambda: {"value": uuid.uuid4()},
-        {"value": guid().filter(lambda v: v is not None)},
-    ),
-    Target(
-        "CombGuid.process_literal_param",
-        lambda value: sk.CombGuid().process_literal_param(
-            value, sa.create_engine("sqlite://").dialect
-        ),
-        lambda: {"value": uuid.uuid4()},
-        {"value": guid().filter(lambda v: v is not None)},
-    ),
-    Target(
-        "CombGuid.process_result_value",
-        _read_guid,
-        lambda: {"value": str(uuid.uuid4())},
-        {"value": guid().filter(lambda v: v is not None)},
-    ),
-    Target(
-        "CombGuid.process_result_value (binary)",
-        lambda value: _read_guid(value, binary=True),
-        lambda: {"value": uuid.uuid4().bytes},
-        {"value": guid().filter(lambda v: v is not None)},
-    ),
+    *[
+        Target(
+            f"CombGuid.{method}{suffix}",
+            _type_method(lambda binary=binary: sk.CombGuid(binary=binary), method),
+            lambda valid=valid: {"value": valid()},
+            {"value": guid().filter(lambda v: v is not None)},
+        )
+        for method, suffix, binary, valid in (
+            ("process_bind_param", "", False, uuid.uuid4),
+            ("process_literal_param", "", False, uuid.uuid4),
+            # what a CombGuid column gives back when the database holds the value
+            ("process_result_value", "", False, lambda: str(uuid.uuid4())),
+            ("process_result_value", " (binary)", True, lambda: uuid.uuid4().bytes),
+        )
+    ],
     *_sequence_methods(("next_value",), dict, {}),
     *_sequence_methods(("next_values",), lambda: {"n": 2}, {"n": integer(0, MAX_BATCH_SIZE)}),
     *_sequence_methods(
@@ -945,43 +927,16 @@ TARGETS: list[Target] = [
     Target("op.create_worker_lease_table", _op("create_worker_lease_table"), dict, {"name": IDENT}),
     Target("op.drop_worker_lease_table", _op("drop_worker_lease_table"), dict, {"name": IDENT}),
     *[
-        Target(
-            f"op.{op}",
-            _op(op),
-            lambda: {"name": "n"},
-            {"name": SEQUENCE_NAME, "start": integer(0, BIG - 1), "table": IDENT},
+        Target(f"op.{verb}_{kind}", _op(f"{verb}_{kind}"), lambda: {"name": "n"}, bad)
+        for kind, bad in (
+            (
+                "table_sequence",
+                {"name": SEQUENCE_NAME, "start": integer(0, BIG - 1), "table": IDENT},
+            ),
+            ("bit_reversed_sequence", _BIT_REVERSED_BAD),
+            ("pooled_sequence", _POOLED_BAD),
         )
-        for op in ("create_table_sequence", "drop_table_sequence")
-    ],
-    *[
-        Target(
-            f"op.{op}",
-            _op(op, dialect),
-            lambda: {"name": "n"},
-            {
-                "name": SEQUENCE_NAME,
-                "start_with_counter": integer(1, BIG),
-                "skip_range": skip_range(),
-                "table": IDENT,
-            },
-        )
-        for op in ("create_bit_reversed_sequence", "drop_bit_reversed_sequence")
-        for dialect in ("postgresql",)
-    ],
-    *[
-        Target(
-            f"op.{op}",
-            _op(op),
-            lambda: {"name": "n"},
-            {
-                "name": SEQUENCE_NAME,
-                "allocation_size": integer(1, MAX_ALLOCATION_SIZE),
-                "start": integer(1, BIG - 1),
-                "schema": SCHEMA,
-                "table": IDENT,
-            },
-        )
-        for op in ("create_pooled_sequence", "drop_pooled_sequence")
+        for verb in ("create", "drop")
     ],
     *[
         Target(f"op.{op}", _op(op, "mysql"), dict, {"table": IDENT})
@@ -1029,11 +984,6 @@ def prefix() -> SearchStrategy[Any]:
 
 _KEY = bytes(range(16))
 _BAD_KEY = st.sampled_from([None, "k" * 16, 5, b"", b"\x01" * 15, b"\x01" * 17])
-
-
-def _typeid_column_read(value: object) -> Any:
-    type_ = sk.TypeIDType("user")
-    return type_.process_result_value(value, sa.create_engine("sqlite://").dialect)
 
 
 TARGETS += [
@@ -1098,25 +1048,18 @@ TARGETS += [
         lambda: {"prefix": "user"},
         {"prefix": prefix(), "native_uuid": flag()},
     ),
-    Target(
-        "TypeIDType.process_bind_param",
-        lambda value: sk.TypeIDType("user").process_bind_param(
-            value, sa.create_engine("sqlite://").dialect
-        ),
-        lambda: {"value": sk.new_typeid("user")},
-        {"value": st.sampled_from([5, "garbage", sk.new_typeid("other"), object(), 1.5])},
-    ),
-    Target(
-        "TypeIDType.process_literal_param",
-        lambda value: sk.TypeIDType("user").process_literal_param(
-            value, sa.create_engine("sqlite://").dialect
-        ),
-        lambda: {"value": sk.new_typeid("user")},
-        {"value": st.sampled_from([5, "garbage", sk.new_typeid("other"), object(), 1.5])},
-    ),
+    *[
+        Target(
+            f"TypeIDType.{method}",
+            _type_method(lambda: sk.TypeIDType("user"), method),
+            lambda: {"value": sk.new_typeid("user")},
+            {"value": st.sampled_from([5, "garbage", sk.new_typeid("other"), object(), 1.5])},
+        )
+        for method in ("process_bind_param", "process_literal_param")
+    ],
     Target(
         "TypeIDType.process_result_value",
-        _typeid_column_read,
+        _type_method(lambda: sk.TypeIDType("user"), "process_result_value"),
         lambda: {"value": sk.new_uuid7().bytes},
         {"value": guid().filter(lambda v: v is not None and not isinstance(v, uuid.UUID))},
     ),
@@ -1175,24 +1118,15 @@ TARGETS += [
             "unsigned": flag(),
         },
     ),
-    Target(
-        "SnowflakeLayout.decompose",
-        LAYOUT.decompose,
-        lambda: {"value": 1},
-        {"value": integer(0, 2**63 - 1)},
-    ),
-    Target(
-        "SnowflakeLayout.decode",
-        LAYOUT.decode,
-        lambda: {"value": 1},
-        {"value": integer(0, 2**63 - 1)},
-    ),
-    Target(
-        "SnowflakeLayout.parts",
-        LAYOUT.parts,
-        lambda: {"value": 1},
-        {"value": integer(0, 2**63 - 1)},
-    ),
+    *[
+        Target(
+            f"SnowflakeLayout.{method}",
+            getattr(LAYOUT, method),
+            lambda: {"value": 1},
+            {"value": integer(0, 2**63 - 1)},
+        )
+        for method in ("decompose", "decode", "parts")
+    ],
     Target(
         "SnowflakeLayout.split_worker",
         LAYOUT.split_worker,
