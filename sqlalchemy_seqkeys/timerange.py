@@ -91,7 +91,9 @@ def uuid7_bounds(start: datetime, end: datetime) -> tuple[uuid.UUID, uuid.UUID]:
         ('01941f29-7c00-0000-0000-000000000000', '01941f29-7c03-0000-0000-000000000000')
 
     :param start: the first instant of the window (included), an aware
-      ``datetime``; it rounds up to the next whole millisecond, as keys carry
+      ``datetime`` in any time zone (its instant counts, not its wall clock,
+      through daylight-saving changes and ``fold`` too); it rounds up to the
+      next whole millisecond, as keys carry
       whole milliseconds ("Time ranges over keys" page), and an instant before
       1970 acts as 1970. A naive ``datetime`` raises
       :class:`~sqlalchemy_seqkeys.NaiveDatetimeError`, anything else
@@ -200,7 +202,8 @@ def snowflake_bounds(
         True
 
     :param start: the first instant of the window (included), an aware
-      ``datetime``; it rounds up to the next whole tick of the layout
+      ``datetime`` in any time zone, as in :func:`uuid7_bounds` (the layout's
+      ``epoch`` too); it rounds up to the next whole tick of the layout
       (``time_unit``), and an instant before the layout's ``epoch`` acts as the
       epoch. Where the layout fills all 63 bits of a ``BIGINT``, an instant
       past the start of its last tick has no bound and raises
