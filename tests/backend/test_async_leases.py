@@ -18,8 +18,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -42,12 +40,13 @@ from sqlalchemy_seqkeys import (
 )
 from sqlalchemy_seqkeys.workers import AsyncWorkerLease
 from tests._helpers import fresh_table, fresh_tables
+from tests._leases import mint_or_refuse, ms_of, race_for_free_ids, split_at_mark
 from tests._loopticker import BLOCKED_S, LoopTicker
 from tests.conftest import AsyncDatabase
+from tests.faults import _async_lease_procs
 
 pytestmark = pytest.mark.backend
 
-ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 #: a gross bound on how late the ticker may wake: a blocking call fails it, noise passes
 LATE = BLOCKED_S
@@ -88,10 +87,6 @@ def rows(database: AsyncDatabase) -> list[Any]:
     t = workers_table(sa.MetaData())
     with database.sync.connect() as conn:
         return list(conn.execute(sa.select(t).order_by(t.c.worker_id)))
-
-
-def ms_of(ids: Snowflake, value: int) -> int:
-    return int(ids.decode(value).timestamp.timestamp() * 1000)
 
 
 def shifted(offset_ms: float) -> Callable[[], int]:
@@ -215,10 +210,7 @@ def test_rebinding_to_a_new_lease_while_tasks_mint(db: AsyncDatabase) -> None:
         async def mint() -> list[int]:
             out: list[int] = []
             while not stop.is_set():
-                try:
-                    out.append(ids())
-                except WorkerLeaseLostError:
-                    refused.append(1)
+                mint_or_refuse(ids, out, refused)
                 await asyncio.sleep(0.0005)
             return out
 
@@ -239,8 +231,7 @@ def test_rebinding_to_a_new_lease_while_tasks_mint(db: AsyncDatabase) -> None:
     every, first_mark, worker = run(db, body)
     assert worker == 0  # the same worker id, released by the first lease
     assert len(set(every)) == len(every)
-    by_first = [v for v in every if ms_of(ids, v) <= first_mark]
-    by_second = [v for v in every if ms_of(ids, v) > first_mark]
+    by_first, by_second = split_at_mark(ids, every, first_mark)
     assert by_first
     assert by_second
     assert min(by_second) > max(by_first)
@@ -393,39 +384,11 @@ def test_processes_racing_for_the_last_free_ids(server_db: AsyncDatabase, tmp_pa
     # until all six have tried: exactly the three free ids are won.
     sync_held = [WorkerLease(server_db.sync, ttl=30, max_worker_id=7).start() for _ in range(5)]
     url = server_db.url.render_as_string(hide_password=False)
-    go, done = tmp_path / "go", tmp_path / "done"
-    done.mkdir()
-    outs = [tmp_path / f"racer{i}.txt" for i in range(6)]
-    racers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.faults._async_lease_procs",
-                "race",
-                url,
-                "7",
-                str(out),
-                str(go),
-                str(done),
-            ],
-            cwd=ROOT,
-        )
-        for out in outs
-    ]
     try:
-        time.sleep(1.5)  # every racer has started and connected
-        go.write_text(str(len(racers)))
-        for racer in racers:
-            assert racer.wait(timeout=60) == 0
+        results = race_for_free_ids(_async_lease_procs.command, url, tmp_path, settle_s=1.5)
     finally:
-        for racer in racers:
-            if racer.poll() is None:
-                racer.kill()
-                racer.wait()
         for lease in sync_held:
             lease.close()
-    results = [out.read_text().strip() for out in outs]
     won = [int(r) for r in results if r != "none"]
     assert len(won) == 3, results
     assert len(set(won)) == 3

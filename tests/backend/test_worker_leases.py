@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -35,12 +34,11 @@ from sqlalchemy_seqkeys import (
 from sqlalchemy_seqkeys.workers import ClockSkewError, LeaseTableOutdatedError, server_now_ms
 from tests._forking import libc_fork_when_quiet
 from tests._helpers import fresh_table, in_forked_child, in_threads
+from tests._leases import mint_or_refuse, ms_of, race_for_free_ids, split_at_mark
 from tests.conftest import PG_ENGINE_NAMES
 from tests.faults import _lease_procs
 
 pytestmark = pytest.mark.backend
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -132,10 +130,7 @@ def test_rebinding_to_a_new_lease_while_threads_mint(lease_engine: Engine) -> No
     def mint() -> list[int]:
         out: list[int] = []
         while not stop.is_set():
-            try:
-                out.append(ids())
-            except WorkerLeaseLostError:
-                refused.append(1)
+            if not mint_or_refuse(ids, out, refused):
                 time.sleep(0.001)
         return out
 
@@ -156,8 +151,7 @@ def test_rebinding_to_a_new_lease_while_threads_mint(lease_engine: Engine) -> No
     every = [v for out in results for v in out]
     assert refused  # the lost lease refused to mint
     assert len(set(every)) == len(every)
-    by_first = [v for v in every if _ms_of(ids, v) <= first._mark_ms]
-    by_second = [v for v in every if _ms_of(ids, v) > first._mark_ms]
+    by_first, by_second = split_at_mark(ids, every, first._mark_ms)
     assert by_first
     assert by_second
     assert min(by_second) > max(by_first)
@@ -170,10 +164,6 @@ def _row(engine: Engine, worker_id: int) -> Any:
         return conn.execute(sa.select(t).where(t.c.worker_id == worker_id)).one()
 
 
-def _ms_of(ids: Snowflake, value: int) -> int:
-    return int(ids.decode(value).timestamp.timestamp() * 1000)
-
-
 def test_close_releases_the_row_and_keeps_its_high_water_mark(lease_engine: Engine) -> None:
     lease = WorkerLease(lease_engine, ttl=10, max_worker_id=3).start()
     ids = Snowflake(worker_id=lease)
@@ -183,7 +173,7 @@ def test_close_releases_the_row_and_keeps_its_high_water_mark(lease_engine: Engi
     row = _row(lease_engine, lease.worker_id)
     assert row.expires_at == 0  # released, not deleted
     # lowered to the last millisecond actually minted, which the next holder must pass
-    assert row.high_water_ms == _ms_of(ids, max(minted))
+    assert row.high_water_ms == ms_of(ids, max(minted))
     again = WorkerLease(lease_engine, ttl=10, max_worker_id=3).start()
     assert again.worker_id == lease.worker_id
     assert min(Snowflake(worker_id=again)() for _ in range(10)) > max(minted)
@@ -238,7 +228,7 @@ def test_the_next_holder_waits_for_its_clock_then_names_the_skew(lease_engine: E
     # nothing was minted, and the row still holds the first holder's mark
     row = _row(lease_engine, 0)
     assert row.expires_at == 0
-    assert row.high_water_ms == _ms_of(ahead, max(minted))
+    assert row.high_water_ms == ms_of(ahead, max(minted))
     patient = WorkerLease(lease_engine, ttl=10, max_worker_id=0, max_wait=10).start()  # waits ~3 s
     assert Snowflake(worker_id=patient)() > max(minted)
     patient.close()
@@ -252,7 +242,7 @@ def test_a_clock_that_jumps_forward_extends_the_mark_at_once(lease_engine: Engin
     jump[0] = 20 * 1_000_000_000  # 20 s: ten ttls past the mark
     after = ids()  # renews on the spot to move the mark past it
     assert after > before
-    assert _row(lease_engine, 0).high_water_ms >= _ms_of(ids, after)
+    assert _row(lease_engine, 0).high_water_ms >= ms_of(ids, after)
     lease.close()
 
 
@@ -289,24 +279,7 @@ def test_processes_racing_for_the_last_free_ids(
     # every claim overlaps every other: exactly the three free ids are won.
     held = [WorkerLease(server_lease_engine, ttl=30, max_worker_id=7).start() for _ in range(5)]
     url = server_lease_engine.url.render_as_string(hide_password=False)
-    go, done = tmp_path / "go", tmp_path / "done"
-    done.mkdir()
-    outs = [tmp_path / f"racer{i}.txt" for i in range(6)]
-    racers = [
-        subprocess.Popen(_lease_procs.command("race", url, 7, out, go, done), cwd=ROOT)
-        for out in outs
-    ]
-    try:
-        time.sleep(1.0)  # every racer has started and connected
-        go.write_text(str(len(racers)))
-        for racer in racers:
-            assert racer.wait(timeout=60) == 0
-    finally:
-        for racer in racers:
-            if racer.poll() is None:
-                racer.kill()
-                racer.wait()
-    results = [out.read_text().strip() for out in outs]
+    results = race_for_free_ids(_lease_procs.command, url, tmp_path, settle_s=1.0)
     won = [int(r) for r in results if r != "none"]
     assert len(won) == 3, results
     assert len(set(won)) == 3
@@ -444,7 +417,7 @@ def test_a_close_that_cannot_reach_the_server_closes_here_and_says_so(
         ids()
     row = _row(engine, lease.worker_id)
     assert row.expires_at > 0  # still leased on the server, until it expires
-    assert row.high_water_ms >= _ms_of(ids, last)  # and its mark covers what was minted
+    assert row.high_water_ms >= ms_of(ids, last)  # and its mark covers what was minted
     engine.dispose()
 
 
