@@ -100,7 +100,7 @@ def _integer_kind(fn: Any) -> tuple[str, type[SeqKeysError]] | None:
 def _is_guid_default(fn: Any) -> bool:
     if _instance(fn, "types", "CombGuidDefault"):
         return True
-    minters = _loaded("comb", "_guid_minters")  # new_uuid7, comb_minter(...)
+    minters = _loaded("comb", "guid_minters")  # new_uuid7, comb_minter(...)
     if minters is None:  # comb not imported: no COMB nor UUIDv7 minter exists
         return False
     if fn in minters:
@@ -280,7 +280,7 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
 
 
 def _shard_of(column: sa.Column[Any]) -> ShardId | None:
-    if _instance(column.computed, "shard", "_ShardComputed"):
+    if _instance(column.computed, "shard", "ShardComputed"):
         return column.computed.shard  # type: ignore[union-attr,no-any-return]
     fn = _given_default(column)
     return fn if _instance(fn, "shard", "ShardId") else None
@@ -315,7 +315,7 @@ _complete: weakref.WeakSet[sa.Table] = weakref.WeakSet()
 def _is_ours(column: sa.Column[Any]) -> bool:
     fn = _given_default(column)
     return (
-        _instance(column.computed, "shard", "_ShardComputed")
+        _instance(column.computed, "shard", "ShardComputed")
         or _integer_kind(fn) is not None
         or _instance(fn, "shard", "ShardId")
         or _is_guid_default(fn)
@@ -346,7 +346,7 @@ def _new_uuid7_rows(context: ExecutionContext) -> uuid.UUID:
     value = rows.pop(context)
     if value is None:
         # mint_many looked up at each call: tests count its calls
-        value = rows.take(context, lambda n: uuid7._default_generator.mint_many(n))
+        value = rows.take(context, lambda n: uuid7.default_generator.mint_many(n))
     return uuid7.new_uuid7() if value is None else value
 
 

@@ -39,9 +39,9 @@ __all__ = [
     "new_comb",
 ]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MS_BITS = 48
-_MS_LIMIT = 1 << _MS_BITS
+MS_LIMIT = 1 << _MS_BITS
 
 
 class CombLayout(ChoiceEnum, error=InvalidLayoutError, noun="COMB layout"):
@@ -73,7 +73,7 @@ class CombLayout(ChoiceEnum, error=InvalidLayoutError, noun="COMB layout"):
     AT_END = "at_end"
 
 
-def _bad_layout(layout: object) -> InvalidLayoutError:
+def bad_layout(layout: object) -> InvalidLayoutError:
     try:
         CombLayout.coerce(layout)  # type: ignore[arg-type]
     except InvalidLayoutError as exc:
@@ -86,7 +86,7 @@ def _encoder(layout: CombLayout | str) -> Callable[[int, int], uuid.UUID]:
     try:
         return _ENCODERS[layout]
     except (KeyError, TypeError):
-        raise _bad_layout(layout) from None
+        raise bad_layout(layout) from None
 
 
 # -- fast UUID construction -------------------------------------------------
@@ -107,7 +107,7 @@ def _uuid_from_int(value: int) -> uuid.UUID:
     return u
 
 
-def _uuids_from_ints(values: Iterable[int]) -> list[uuid.UUID]:
+def uuids_from_ints(values: Iterable[int]) -> list[uuid.UUID]:
     """:func:`_uuid_from_int` over many values, without a call per value."""
     out: list[uuid.UUID] = []
     append = out.append
@@ -215,7 +215,7 @@ class _MonotonicSource:
                 self._ms = ms = ms + 1
                 counter = r >> self._fresh_shift
         self._counter = counter
-        if ms >= _MS_LIMIT:
+        if ms >= MS_LIMIT:
             raise TimestampOutOfRangeError(
                 f"the clock reads {ms} ms since 1970, past the 48-bit timestamp field; "
                 "check the system clock"
@@ -289,7 +289,7 @@ def _timestamp_ms_as_binary(value: uuid.UUID) -> int:
 
 
 def _timestamp_ms_at_end(value: uuid.UUID) -> int:
-    return value.int & (_MS_LIMIT - 1)
+    return value.int & (MS_LIMIT - 1)
 
 
 _DECODERS: dict[str, Callable[[uuid.UUID], int]] = {
@@ -306,14 +306,14 @@ def _to_unix_ms(at: datetime | int) -> int:
                 f"{at!r} has no timezone, so it names no single instant; "
                 "pass an aware datetime such as datetime(..., tzinfo=timezone.utc)"
             )
-        ms = (at - _EPOCH) // timedelta(milliseconds=1)
+        ms = (at - UNIX_EPOCH) // timedelta(milliseconds=1)
     elif isinstance(at, int) and not isinstance(at, bool):
         ms = at
     else:
         raise InvalidTimestampError(
             f"at must be an aware datetime or Unix milliseconds as an int, not {type(at).__name__}"
         )
-    if not 0 <= ms < _MS_LIMIT:
+    if not 0 <= ms < MS_LIMIT:
         raise TimestampOutOfRangeError(
             f"{at!r} is outside the 48-bit millisecond range of a COMB timestamp "
             "(1970-01-01T00:00:00Z up to 2**48 - 1 ms later, in the year 10889)"
@@ -323,7 +323,7 @@ def _to_unix_ms(at: datetime | int) -> int:
 
 _comb_source = _MonotonicSource(_COUNTER_BITS)
 #: the zero-argument GUID minters, so that a column check can recognise them
-_guid_minters: weakref.WeakSet[Callable[[], uuid.UUID]] = weakref.WeakSet()
+guid_minters: weakref.WeakSet[Callable[[], uuid.UUID]] = weakref.WeakSet()
 
 
 def comb_minter(layout: CombLayout | str) -> Callable[[], uuid.UUID]:
@@ -349,7 +349,7 @@ def comb_minter(layout: CombLayout | str) -> Callable[[], uuid.UUID]:
         def mint() -> uuid.UUID:
             return encode(*source_next())
 
-        _guid_minters.add(mint)
+        guid_minters.add(mint)
         return mint
 
     # The default layout on most engines, inlined: this runs once per row.
@@ -360,7 +360,7 @@ def comb_minter(layout: CombLayout | str) -> Callable[[], uuid.UUID]:
         _object_setattr(u, "is_safe", _SAFE_UNKNOWN)
         return u
 
-    _guid_minters.add(mint_as_string)
+    guid_minters.add(mint_as_string)
     return mint_as_string
 
 
@@ -386,7 +386,7 @@ def comb_minter_many(layout: CombLayout | str) -> Callable[[int], list[uuid.UUID
     if encode is _encode_as_string:  # the default layout on most engines: one call a value
 
         def mint_many(k: int) -> list[uuid.UUID]:
-            return _uuids_from_ints([(ms << 80) | c for ms, c in source_many(k)])
+            return uuids_from_ints([(ms << 80) | c for ms, c in source_many(k)])
 
     else:
 
@@ -445,9 +445,9 @@ def comb_timestamp(value: uuid.UUID, layout: CombLayout | str) -> datetime:
     try:
         ms = _DECODERS[layout](value)
     except (KeyError, TypeError):
-        raise _bad_layout(layout) from None
+        raise bad_layout(layout) from None
     try:
-        return _EPOCH + timedelta(milliseconds=ms)
+        return UNIX_EPOCH + timedelta(milliseconds=ms)
     except OverflowError:
         raise TimestampOutOfRangeError(
             f"{value} holds {ms} ms since 1970, past what datetime can show (year 9999); "

@@ -47,7 +47,7 @@ _TEN_YEARS = timedelta(days=3652)
 _NAIVE_UNIX_EPOCH = UNIX_EPOCH.replace(tzinfo=None)
 
 
-def _since_unix_epoch(instant: datetime) -> timedelta:
+def since_unix_epoch(instant: datetime) -> timedelta:
     """How long after 1970-01-01T00:00Z the aware ``instant`` is: its wall clock less its offset.
 
     Measure instants with it before comparing or subtracting them: Python
@@ -286,7 +286,7 @@ class SnowflakeLayout(LayoutPresets):
         """The first instant the timestamp field cannot hold: no id is minted from then on (UTC)."""
         # epoch + lifetime in UTC: in the epoch's own zone, adding to it would add to its
         # wall clock, off by a daylight-saving shift between the two seasons
-        return UNIX_EPOCH + (_since_unix_epoch(self.epoch) + self.lifetime)
+        return UNIX_EPOCH + (since_unix_epoch(self.epoch) + self.lifetime)
 
     @property
     def exhausted_at(self) -> datetime:
@@ -465,7 +465,7 @@ class SnowflakeLayout(LayoutPresets):
           its wall clock).
         """
         check_aware(instant, "instant", InvalidSnowflakeError)
-        since_epoch = _since_unix_epoch(instant) - _since_unix_epoch(self.epoch)
+        since_epoch = since_unix_epoch(instant) - since_unix_epoch(self.epoch)
         if not timedelta(0) <= since_epoch < self.lifetime:
             raise TimestampOutOfRangeError(
                 f"{instant.isoformat()} is outside this layout's time range, from its epoch "
@@ -480,7 +480,7 @@ class SnowflakeLayout(LayoutPresets):
         :param ticks: ticks since the epoch, below :attr:`tick_limit`.
         """
         check_int(ticks, "ticks", InvalidSnowflakeError, min=0, max=self.tick_limit - 1)
-        return UNIX_EPOCH + (_since_unix_epoch(self.epoch) + self.time_unit * ticks)
+        return UNIX_EPOCH + (since_unix_epoch(self.epoch) + self.time_unit * ticks)
 
 
 class DecodedSnowflake(NamedTuple):

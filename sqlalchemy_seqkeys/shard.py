@@ -316,7 +316,7 @@ class ShardId:
 # -- the stored generated column ------------------------------------------------
 
 
-class _ShardComputed(CopiedComputed):
+class ShardComputed(CopiedComputed):
     """``AS (MOD(FARM_FINGERPRINT(...), N)) STORED`` on Spanner; nothing elsewhere.
 
     Elsewhere the column is a plain column that the INSERT fills from
@@ -327,9 +327,9 @@ class _ShardComputed(CopiedComputed):
         self.shard = shard
         super().__init__(_spanner_expression(shard, quote=lambda name: name), persisted=True)
 
-    def copied(self) -> _ShardComputed:
+    def copied(self) -> ShardComputed:
         """A copied column (``to_metadata``, a mixin's) hashes the same columns."""
-        return _ShardComputed(self.shard)
+        return ShardComputed(self.shard)
 
 
 def hashed_column_names(column: sa.Column[Any] | None, shard: ShardId) -> list[str]:
@@ -354,15 +354,15 @@ def _spanner_expression(shard: ShardId, quote: Any, names: Sequence[str] | None 
     return f"MOD(FARM_FINGERPRINT({text}), {n})"
 
 
-@compiles(_ShardComputed, "spanner+spanner")
-def _spanner_generated(element: _ShardComputed, compiler: DDLCompiler, **kw: Any) -> str:
+@compiles(ShardComputed, "spanner+spanner")
+def _spanner_generated(element: ShardComputed, compiler: DDLCompiler, **kw: Any) -> str:
     quote = compiler.preparer.quote
     names = hashed_column_names(element.column, element.shard)
     return f"AS ({_spanner_expression(element.shard, quote, names)}) STORED"
 
 
-@compiles(_ShardComputed)
-def _filled_on_insert(element: _ShardComputed, compiler: DDLCompiler, **kw: Any) -> str:
+@compiles(ShardComputed)
+def _filled_on_insert(element: ShardComputed, compiler: DDLCompiler, **kw: Any) -> str:
     return ""
 
 
@@ -370,7 +370,7 @@ def _filled_on_insert(element: _ShardComputed, compiler: DDLCompiler, **kw: Any)
 def _create_column(create: CreateColumn, compiler: DDLCompiler, **kw: Any) -> str:
     column = create.element
     if (
-        not isinstance(column.computed, _ShardComputed)
+        not isinstance(column.computed, ShardComputed)
         or facts(compiler.dialect).generates_shard_columns
     ):
         text: str = compiler.visit_create_column(create, **kw)  # type: ignore[no-untyped-call]
@@ -400,7 +400,7 @@ def _shard_columns(table: sa.Table) -> list[tuple[str, ShardId]]:
         found = [
             (c.key, c.computed.shard)
             for c in table.columns
-            if isinstance(c.computed, _ShardComputed)
+            if isinstance(c.computed, ShardComputed)
         ]
         _shard_columns_cache[table] = found
     return found
@@ -636,4 +636,4 @@ def spanner_shard_column(
     column_kw.setdefault("nullable", False)
     column_kw.setdefault("autoincrement", False)
     _install_hook()
-    return sa.Column(name, sa.BigInteger, _ShardComputed(shard), **column_kw)
+    return sa.Column(name, sa.BigInteger, ShardComputed(shard), **column_kw)

@@ -14,14 +14,14 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from .comb import CombLayout, _bad_layout
+from .comb import CombLayout, bad_layout
 from .errors import (
     InvalidSnowflakeError,
     InvalidTimeRangeError,
     NaiveDatetimeError,
     TimestampOutOfRangeError,
 )
-from .layout import _since_unix_epoch
+from .layout import since_unix_epoch
 from .snowflake import MAX_INT64, Snowflake, SnowflakeLayout, rotate_digits, unrotate_digits
 
 __all__ = ["comb_bounds", "snowflake_bounds", "uuid7_bounds"]
@@ -50,7 +50,7 @@ def _window(start: object, end: object) -> tuple[timedelta, timedelta]:
     wall clock, so 02:30 CEST would come after 02:10 CET, 40 minutes later.
     """
     s, e = _instant(start, "start"), _instant(end, "end")
-    since_s, since_e = _since_unix_epoch(s), _since_unix_epoch(e)
+    since_s, since_e = since_unix_epoch(s), since_unix_epoch(e)
     if since_e < since_s:
         raise InvalidTimeRangeError(
             f"end {e.isoformat()} is before start {s.isoformat()}; the window is "
@@ -160,7 +160,7 @@ def comb_bounds(
     try:
         bound = _COMB_BOUNDS[layout]
     except (KeyError, TypeError):
-        raise _bad_layout(layout) from None
+        raise bad_layout(layout) from None
     lo_ms, hi_ms = _ms_window(start, end)
     return bound(lo_ms), bound(hi_ms)
 
@@ -251,7 +251,7 @@ def snowflake_bounds(
     # the layout uses all 63 bits, so a bound there has no BIGINT value
     past_end = 1 << layout.timestamp_bits
     highest = MAX_INT64 >> shift
-    epoch = _since_unix_epoch(layout.epoch)
+    epoch = since_unix_epoch(layout.epoch)
     bounds = []
     for name, instant, since in (("start", start, s), ("end", end, e)):
         ticks = min(_ceil_units(since, epoch, layout.time_unit), past_end)

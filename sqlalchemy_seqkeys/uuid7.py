@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from itertools import repeat
 
 from . import _fork
-from .comb import _EPOCH, _MS_LIMIT, _guid_minters, _uuids_from_ints
+from .comb import MS_LIMIT, UNIX_EPOCH, guid_minters, uuids_from_ints
 from .errors import InvalidGuidError, TimestampOutOfRangeError
 
 __all__ = ["new_uuid7", "uuid7_timestamp"]
@@ -126,7 +126,7 @@ class _Uuid7Generator:
             with self._lock:
                 now_ms = self._clock_ns() // 1_000_000
                 values += map(step, repeat(now_ms, min(k - len(values), _MANY_CHUNK)))
-        return _uuids_from_ints(values)
+        return uuids_from_ints(values)
 
     def _step(self, ms: int) -> int:
         """One value for a clock reading (CPython's ``uuid7()`` unless behind); hold the lock."""
@@ -161,7 +161,7 @@ class _Uuid7Generator:
                 p = 0
             tail = _read_u32(buffer, p)[0]
             self._pos = p + 4
-        if ms >= _MS_LIMIT:
+        if ms >= MS_LIMIT:
             raise TimestampOutOfRangeError(
                 f"the clock reads {ms} ms since 1970, past the 48-bit timestamp "
                 "of a UUIDv7; check the system clock"
@@ -191,8 +191,8 @@ class _Uuid7Generator:
             self._last_ms, self._counter = value
 
 
-_default_generator = _Uuid7Generator()
-_mint = _default_generator.mint
+default_generator = _Uuid7Generator()
+_mint = default_generator.mint
 
 
 def new_uuid7() -> uuid.UUID:
@@ -219,7 +219,7 @@ def new_uuid7() -> uuid.UUID:
     return _mint()
 
 
-_guid_minters.add(new_uuid7)
+guid_minters.add(new_uuid7)
 
 
 def uuid7_timestamp(value: uuid.UUID) -> datetime:
@@ -252,7 +252,7 @@ def uuid7_timestamp(value: uuid.UUID) -> datetime:
         )
     ms = value.int >> 80
     try:
-        return _EPOCH + timedelta(milliseconds=ms)
+        return UNIX_EPOCH + timedelta(milliseconds=ms)
     except OverflowError:
         raise TimestampOutOfRangeError(
             f"{value} holds {ms} ms since 1970, past what datetime can show (year 9999); "

@@ -32,14 +32,14 @@ from sqlalchemy_seqkeys.alembic.ops import (
     DropSequencesTableOp,
     DropWorkerLeaseTableOp,
     MakeSequenceNamesCaseSensitiveOp,
+    SeqKeysOp,
     UpgradeWorkerLeaseTableOp,
-    _SeqKeysOp,
 )
 from sqlalchemy_seqkeys.bitreverse import BitReversed, BitReversedSequence
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import inexact_collation, read_next_value
 from sqlalchemy_seqkeys.server_keys import ServerUuid
-from sqlalchemy_seqkeys.shard import _ShardComputed, hashed_column_names
+from sqlalchemy_seqkeys.shard import ShardComputed, hashed_column_names
 from sqlalchemy_seqkeys.uuid7_sql import ServerUuid7
 from sqlalchemy_seqkeys.workers import MARK_COLUMN
 
@@ -282,7 +282,7 @@ def _server_defaults_alike(check: _Check) -> Callable[..., PriorityDispatchResul
 
 def _is_shard_column(conn_col: sa.Column[Any], metadata_col: sa.Column[Any]) -> bool:
     # generated on Spanner, plain elsewhere, and never altered: nothing to compare
-    return isinstance(metadata_col.computed, _ShardComputed)
+    return isinstance(metadata_col.computed, ShardComputed)
 
 
 #: what servers report for a uuidv7() default, normalised by _default_text
@@ -322,8 +322,8 @@ def _both_uuidv7(conn_col: sa.Column[Any], metadata_col: sa.Column[Any]) -> bool
     return _default_text(conn_col.server_default) in _UUIDV7_DEFAULTS
 
 
-_shard_columns_are_not_compared = _server_defaults_alike(_is_shard_column)
-_uuidv7_defaults_match_by_name = _server_defaults_alike(_both_uuidv7)
+shard_columns_are_not_compared = _server_defaults_alike(_is_shard_column)
+uuidv7_defaults_match_by_name = _server_defaults_alike(_both_uuidv7)
 
 
 # -- rendering ---------------------------------------------------------------------
@@ -339,7 +339,7 @@ _SERVER_DEFAULT_CALLS: tuple[tuple[type[Any], str], ...] = (
 )
 
 
-def render_op(autogen_context: AutogenContext, op: _SeqKeysOp) -> str:
+def render_op(autogen_context: AutogenContext, op: SeqKeysOp) -> str:
     """Alembic's renderer of every seqkeys operation: ``op.create_table_sequence(...)``.
 
     :param autogen_context: Alembic's context; the script's import is added to it.
@@ -374,7 +374,7 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
         return False
     if type_ == "column" and isinstance(obj, sa.Column):
         computed = obj.computed
-        if isinstance(computed, _ShardComputed):
+        if isinstance(computed, ShardComputed):
             autogen_context.imports.add(IMPORT)
             shard = computed.shard
             # the script's columns are written by name (a key is not rendered)

@@ -1,7 +1,7 @@
 """Alembic operations on ``op``: the sequences table and its rows, bit-reversed sequences, leases.
 
 Every operation is one small dataclass whose fields are the arguments of ``op.<name>(...)``,
-in order; :class:`_SeqKeysOp` derives from them the reverse, ``alembic check``'s diff tuple
+in order; :class:`SeqKeysOp` derives from them the reverse, ``alembic check``'s diff tuple
 and the call autogenerate writes. An operation and its reverse share a base whose
 ``run(cls, operations, ...)`` writes those arguments out once (Alembic reads them from its
 code). Online, each checks what it can and raises ``MigrationError`` before changing
@@ -66,10 +66,10 @@ __all__ = [
 _Implementation = Callable[[Operations, Any], None]
 
 #: every operation with its implementation; the plugin registers them with Alembic
-IMPLEMENTATIONS: dict[type[_SeqKeysOp], _Implementation] = {}
+IMPLEMENTATIONS: dict[type[SeqKeysOp], _Implementation] = {}
 
 
-def implements(*op_classes: type[_SeqKeysOp]) -> Callable[[_Implementation], _Implementation]:
+def implements(*op_classes: type[SeqKeysOp]) -> Callable[[_Implementation], _Implementation]:
     """Record the decorated function as the implementation of ``op_classes``."""
 
     def record(implementation: _Implementation) -> _Implementation:
@@ -80,7 +80,7 @@ def implements(*op_classes: type[_SeqKeysOp]) -> Callable[[_Implementation], _Im
     return record
 
 
-class _SeqKeysOp(MigrateOperation):
+class SeqKeysOp(MigrateOperation):
     """What every seqkeys operation shares, derived from its dataclass fields.
 
     A class statement names the operation and, for an undo, what it reverses:
@@ -93,7 +93,7 @@ class _SeqKeysOp(MigrateOperation):
     #: what the operation is called on ``op``
     op_name: ClassVar[str]
     #: the operation that undoes this one; None: it has no reverse
-    reverse_op: ClassVar[type[_SeqKeysOp] | None] = None
+    reverse_op: ClassVar[type[SeqKeysOp] | None] = None
     #: how many leading arguments autogenerate writes without their names
     positional: ClassVar[int] = 1
     #: arguments autogenerate writes even at their default
@@ -102,7 +102,7 @@ class _SeqKeysOp(MigrateOperation):
     keyword_only: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(
-        cls, op_name: str = "", reverses: type[_SeqKeysOp] | None = None, **kw: Any
+        cls, op_name: str = "", reverses: type[SeqKeysOp] | None = None, **kw: Any
     ) -> None:
         super().__init_subclass__(**kw)
         if op_name:
@@ -152,7 +152,7 @@ class _SeqKeysOp(MigrateOperation):
         return method
 
 
-def _help_text(op_class: type[_SeqKeysOp]) -> str:
+def _help_text(op_class: type[SeqKeysOp]) -> str:
     """What ``help(op.<name>)`` shows: the class docstring, then ``run``'s ``:param:`` fields."""
     run_doc = inspect.getdoc(op_class.op_method().__func__) or ""
     params = run_doc[run_doc.index(":param") :] if ":param" in run_doc else ""
@@ -172,7 +172,7 @@ def register_operations() -> None:
 # -- checks shared by the implementations ----------------------------------------------
 
 
-def _connection(operations: Operations) -> sa.Connection | None:
+def migration_connection(operations: Operations) -> sa.Connection | None:
     """The live connection, or None offline (``--sql``), where nothing can be checked."""
     context = operations.get_context()
     if context.as_sql:
@@ -198,14 +198,14 @@ def _require_table(conn: sa.Connection | None, table: str, what: str) -> None:
         )
 
 
-def _require_source(conn: sa.Connection, name: str, table: str, schema: str | None) -> None:
+def require_source(conn: sa.Connection, name: str, table: str, schema: str | None) -> None:
     """A resync's table to read ``MAX(column)`` from exists."""
     if not _has_table(conn, table, schema):
         raise MigrationError(f"there is no table {table!r} to resync sequence {name!r} with")
 
 
 def _insert_row(operations: Operations, table: str, name: str, start: int) -> None:
-    conn = _connection(operations)
+    conn = migration_connection(operations)
     _require_table(conn, table, f"sequence {name!r}")
     if conn is not None:
         check_exact_names(conn, table, MigrationError)
@@ -220,7 +220,7 @@ def _insert_row(operations: Operations, table: str, name: str, start: int) -> No
 
 
 def _delete_row(operations: Operations, table: str, name: str) -> None:
-    conn = _connection(operations)
+    conn = migration_connection(operations)
     if conn is not None and (
         not _has_table(conn, table) or read_next_value(conn, name, table=table) is None
     ):
@@ -247,7 +247,7 @@ def _check_table(table: object, what: str, argument: str = "table") -> str:
 # -- the sequences table and the worker-lease table ----------------------------------------
 
 
-class _TableOp(_SeqKeysOp):
+class _TableOp(SeqKeysOp):
     """Creates or drops one of the library's tables, called ``name``."""
 
     name: str
@@ -346,7 +346,7 @@ class DropWorkerLeaseTableOp(
 
 @implements(CreateSequencesTableOp, CreateWorkerLeaseTableOp)
 def _create_table(operations: Operations, operation: _TableOp) -> None:
-    conn = _connection(operations)
+    conn = migration_connection(operations)
     if conn is not None:
         if _has_table(conn, operation.name):
             raise MigrationError(
@@ -359,7 +359,7 @@ def _create_table(operations: Operations, operation: _TableOp) -> None:
 
 @implements(DropSequencesTableOp, DropWorkerLeaseTableOp)
 def _drop_table(operations: Operations, operation: _TableOp) -> None:
-    conn = _connection(operations)
+    conn = migration_connection(operations)
     if conn is not None and not _has_table(conn, operation.name):
         raise MigrationError(f"there is no {operation.what} {operation.name!r} to drop")
     operations.impl.drop_table(operation.schema_table())
@@ -369,7 +369,7 @@ def _drop_table(operations: Operations, operation: _TableOp) -> None:
 
 
 @dataclass(eq=False)
-class _TableSequenceOp(_SeqKeysOp):
+class _TableSequenceOp(SeqKeysOp):
     name: str
     start: int = 1
     table: str = DEFAULT_TABLE
@@ -427,7 +427,7 @@ def _drop_table_sequence(operations: Operations, operation: DropTableSequenceOp)
 # -- native sequences, or a row where the engine has none ----------------------------------
 
 
-class _SequenceOp(_SeqKeysOp):
+class SequenceOp(SeqKeysOp):
     """Creates or drops a native sequence, or its sequences-table row where there is none."""
 
     name: str
@@ -448,7 +448,7 @@ def _check_names(operations: Operations, sequence: sa.Sequence) -> None:
         check_identifier(dialect, sequence.schema, "schema", MigrationError)
 
 
-def create_sequence(operations: Operations, operation: _SequenceOp) -> None:
+def create_sequence(operations: Operations, operation: SequenceOp) -> None:
     """Implementation of every ``op.create_..._sequence`` with a native form."""
     if not type(operation).native(operations.get_context().dialect):
         first = getattr(operation, operation.first_value)
@@ -456,21 +456,21 @@ def create_sequence(operations: Operations, operation: _SequenceOp) -> None:
         return
     sequence: sa.Sequence = operation.sequence.sequence
     _check_names(operations, sequence)
-    conn = _connection(operations)
+    conn = migration_connection(operations)
     if conn is not None and sa.inspect(conn).has_sequence(sequence.name, sequence.schema):
         raise MigrationError(f"a sequence {operation.name!r} already exists; nothing was created")
     operations.execute(CreateSequence(sequence))
     block_holders.forget(native_key(sequence))  # blocks this process holds of a former one
 
 
-def drop_sequence(operations: Operations, operation: _SequenceOp) -> None:
+def drop_sequence(operations: Operations, operation: SequenceOp) -> None:
     """Implementation of every ``op.drop_..._sequence`` with a native form."""
     if not type(operation).native(operations.get_context().dialect):
         _delete_row(operations, operation.table, operation.name)
         return
     sequence: sa.Sequence = operation.sequence.sequence
     _check_names(operations, sequence)
-    conn = _connection(operations)
+    conn = migration_connection(operations)
     if conn is not None and not sa.inspect(conn).has_sequence(sequence.name, sequence.schema):
         raise MigrationError(
             f"there is no sequence {operation.name!r}, so there is nothing to drop"
@@ -480,7 +480,7 @@ def drop_sequence(operations: Operations, operation: _SequenceOp) -> None:
 
 
 @dataclass(eq=False)
-class _BitReversedOp(_SequenceOp):
+class _BitReversedOp(SequenceOp):
     name: str
     start_with_counter: int = 1
     skip_range: SkipRange | None = None
@@ -551,7 +551,7 @@ implements(DropBitReversedSequenceOp)(drop_sequence)
 
 
 @dataclass(eq=False)
-class _NameCollationOp(_SeqKeysOp):
+class _NameCollationOp(SeqKeysOp):
     table: str = DEFAULT_TABLE
 
     @classmethod
@@ -600,7 +600,7 @@ class MakeSequenceNamesCaseInsensitiveOp(
 
 def _alter_name_column(operations: Operations, table: str, exact: bool) -> bool:
     """ALTER the name column on MySQL/MariaDB; False (nothing done) on other engines."""
-    conn = _connection(operations)
+    conn = migration_connection(operations)
     _require_table(conn, table, "changing how sequence names compare")
     if not facts(operations.get_context().dialect).names_ignore_case:
         return False
@@ -642,7 +642,7 @@ def _make_case_insensitive(
 
 
 @dataclass(eq=False)
-class _ResyncOp(_SeqKeysOp):
+class ResyncOp(SeqKeysOp):
     """Moves a sequence past ``MAX(column)`` of table ``table_name`` (no reverse)."""
 
     name: str
@@ -654,7 +654,7 @@ class _ResyncOp(_SeqKeysOp):
 
 
 @dataclass(eq=False)
-class ResyncTableSequenceOp(_ResyncOp, op_name="resync_table_sequence"):
+class ResyncTableSequenceOp(ResyncOp, op_name="resync_table_sequence"):
     """Move a table sequence past ``MAX(column)`` of a table, never backwards.
 
     For a migration that imports rows with their keys. See
@@ -706,7 +706,7 @@ class ResyncTableSequenceOp(_ResyncOp, op_name="resync_table_sequence"):
 def _resync_table_sequence(operations: Operations, operation: ResyncTableSequenceOp) -> None:
     source = (operation.table_name, operation.column, operation.schema)
     check_source_names(operations.get_context().dialect, *source)
-    conn = _connection(operations)
+    conn = migration_connection(operations)
     table = operation.sequences_table
     _require_table(conn, table, f"resyncing sequence {operation.name!r}")
     if conn is not None:
@@ -716,7 +716,7 @@ def _resync_table_sequence(operations: Operations, operation: ResyncTableSequenc
                 f"sequence {operation.name!r} does not exist in table {table!r}; create it "
                 f"with op.create_table_sequence({operation.name!r}) first"
             )
-        _require_source(conn, operation.name, operation.table_name, operation.schema)
+        require_source(conn, operation.name, operation.table_name, operation.schema)
     operations.execute(operation.statement)
 
 
@@ -724,7 +724,7 @@ def _resync_table_sequence(operations: Operations, operation: ResyncTableSequenc
 
 
 @dataclass(eq=False)
-class _MarkColumnOp(_SeqKeysOp):
+class _MarkColumnOp(SeqKeysOp):
     table: str = DEFAULT_WORKERS_TABLE
 
     positional = 0
@@ -788,7 +788,7 @@ def mark_column() -> sa.Column[int]:
 
 def _has_mark(operations: Operations, table: str) -> bool | None:
     """Whether ``table`` has the mark column; None offline, where nothing can be asked."""
-    conn = _connection(operations)
+    conn = migration_connection(operations)
     if conn is None:
         return None
     if not _has_table(conn, table):

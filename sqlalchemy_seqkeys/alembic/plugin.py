@@ -36,8 +36,8 @@ _Comparator = Callable[..., PriorityDispatchResult]
 COMPARATORS: tuple[tuple[_Comparator, str, str | None, DispatchPriority], ...] = (
     (autogen.compare_seqkeys, "schema", None, DispatchPriority.LAST),
     (pooled_ops.compare_pooled_sequences, "schema", None, DispatchPriority.LAST),
-    (autogen._shard_columns_are_not_compared, "column", "server_default", DispatchPriority.FIRST),
-    (autogen._uuidv7_defaults_match_by_name, "column", "server_default", DispatchPriority.FIRST),
+    (autogen.shard_columns_are_not_compared, "column", "server_default", DispatchPriority.FIRST),
+    (autogen.uuidv7_defaults_match_by_name, "column", "server_default", DispatchPriority.FIRST),
 )
 
 #: the Plugin objects set up so far (one, unless somebody set the module up under two names)

@@ -27,14 +27,14 @@ from sqlalchemy_seqkeys._validate import check_name
 from sqlalchemy_seqkeys.alembic.autogen import declared_objects, metadatas_of, row_exists
 from sqlalchemy_seqkeys.alembic.ops import (
     CreateSequencesTableOp,
+    ResyncOp,
     ResyncTableSequenceOp,
-    _connection,
-    _require_source,
-    _ResyncOp,
-    _SequenceOp,
+    SequenceOp,
     create_sequence,
     drop_sequence,
     implements,
+    migration_connection,
+    require_source,
 )
 from sqlalchemy_seqkeys.errors import MigrationError
 from sqlalchemy_seqkeys.pooled import PooledSequence, resync_pooled_statements
@@ -53,7 +53,7 @@ __all__ = [
 
 
 @dataclass(eq=False)
-class _PooledOp(_SequenceOp):
+class _PooledOp(SequenceOp):
     name: str
     allocation_size: int = 50
     start: int = 1
@@ -129,7 +129,7 @@ implements(DropPooledSequenceOp)(drop_sequence)
 
 
 @dataclass(eq=False)
-class ResyncPooledSequenceOp(_ResyncOp, op_name="resync_pooled_sequence"):
+class ResyncPooledSequenceOp(ResyncOp, op_name="resync_pooled_sequence"):
     """Move a pooled sequence to ``MAX(column) + 1`` of a table, never backwards.
 
     For a migration that imports rows with their keys. See
@@ -188,14 +188,14 @@ def _resync_pooled(operations: Operations, operation: ResyncPooledSequenceOp) ->
     statements = resync_pooled_statements(  # refuses engines it cannot resync on
         dialect, *source, schema=operation.schema, sequence_schema=operation.sequence_schema
     )
-    conn = _connection(operations)
+    conn = migration_connection(operations)
     if conn is not None:
         if not sa.inspect(conn).has_sequence(operation.name, operation.sequence_schema):
             raise MigrationError(
                 f"there is no sequence {operation.name!r} to resync; create it with "
                 f"op.create_pooled_sequence({operation.name!r}, ALLOCATION_SIZE) first"
             )
-        _require_source(conn, operation.name, operation.table_name, operation.schema)
+        require_source(conn, operation.name, operation.table_name, operation.schema)
     for statement in statements:
         operations.execute(statement)
 

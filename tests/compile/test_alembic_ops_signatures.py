@@ -13,7 +13,7 @@ from sqlalchemy_seqkeys.alembic.ops import IMPLEMENTATIONS
 
 
 @pytest.mark.parametrize("op_class", list(IMPLEMENTATIONS), ids=lambda c: c.op_name)
-def test_the_op_method_takes_the_fields(op_class: type[ops._SeqKeysOp]) -> None:
+def test_the_op_method_takes_the_fields(op_class: type[ops.SeqKeysOp]) -> None:
     method = op_class.op_method().__func__
     parameters = list(inspect.signature(method).parameters.values())
     assert [p.name for p in parameters[:2]] == ["cls", "operations"]
@@ -31,7 +31,7 @@ def test_the_op_method_takes_the_fields(op_class: type[ops._SeqKeysOp]) -> None:
     [c for c in IMPLEMENTATIONS if c.__module__ == ops.__name__],
     ids=lambda c: c.op_name,
 )
-def test_the_op_method_is_ordinary_code(op_class: type[ops._SeqKeysOp]) -> None:
+def test_the_op_method_is_ordinary_code(op_class: type[ops.SeqKeysOp]) -> None:
     # written in the class (no exec): what Alembic reads is the source a reader sees
     assert isinstance(op_class.__dict__.get(op_class.op_name), classmethod)
     assert inspect.getsourcefile(op_class.op_method().__func__) == ops.__file__

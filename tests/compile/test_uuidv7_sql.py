@@ -178,11 +178,11 @@ def test_autogenerate_renders_uuidv7_itself() -> None:
 def test_autogenerate_compares_a_reflected_uuidv7_by_name(reflected: str, same: bool) -> None:
     from alembic.util import PriorityDispatchResult
 
-    from sqlalchemy_seqkeys.alembic.autogen import _uuidv7_defaults_match_by_name
+    from sqlalchemy_seqkeys.alembic.autogen import uuidv7_defaults_match_by_name
 
     metadata_col = table().c.id
     conn_col = sa.Column("id", sa.CHAR(36), server_default=sa.text(reflected))
-    result = _uuidv7_defaults_match_by_name(
+    result = uuidv7_defaults_match_by_name(
         None,  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
         None,

@@ -138,7 +138,7 @@ def test_libc_forked_child_shares_no_value_with_its_parent(name: str) -> None:
 
 MANY_AT_ONCE: dict[str, tuple[Callable[[], uuid.UUID], Callable[[int], list[uuid.UUID]]]] = {
     **{layout.name: (comb_minter(layout), comb_minter_many(layout)) for layout in CombLayout},
-    "new_uuid7": (new_uuid7, uuid7_module._default_generator.mint_many),
+    "new_uuid7": (new_uuid7, uuid7_module.default_generator.mint_many),
 }
 
 
