@@ -27,6 +27,7 @@ from sqlalchemy_seqkeys import (
     unrotate_digits,
 )
 from tests._helpers import in_forked_child, in_threads
+from tests._rebinding import mint_while_rebinding
 
 UTC = timezone.utc
 EPOCH_MS = 1288834974657
@@ -362,36 +363,9 @@ def test_rebinding_while_threads_mint(lock_free: bool, monkeypatch: pytest.Monke
     # worker ids no fake-clock generator of this process uses (benchmarks.hotspots mints
     # 2024's ids with workers 1 to 4): the ticks a binding leaves carry over to them
     ids = Snowflake(worker_id=801)
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def mint() -> list[int]:
-        out: list[int] = []
-        try:
-            while not stop.is_set():
-                out.append(ids())
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-        return out
-
-    results: list[list[int]] = [[] for _ in range(4)]
-    threads = [threading.Thread(target=lambda o=o: o.extend(mint())) for o in results]
-    for t in threads:
-        t.start()
-    # the GIL passes every 0.5 ms (not 5): the rebinding thread gets its turns among four minters
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
-    try:
-        for i in range(100):
-            ids.bind(802 if i % 2 == 0 else 801)
-            time.sleep(0.0005)  # let the threads mint under each binding, even on a busy machine
-    finally:
-        sys.setswitchinterval(switch)
-        stop.set()
-        for t in threads:
-            t.join()
+    bindings = [802 if i % 2 == 0 else 801 for i in range(100)]
+    every, errors = mint_while_rebinding(ids, bindings, threads=4, pause_s=0.0005)
     assert not errors, errors
-    every = [v for out in results for v in out]
     assert len(set(every)) == len(every)
     assert {ids.decode(v).worker_id for v in every} == {801, 802}
 

@@ -4,7 +4,6 @@ of this process that takes a worker id over starts after the ticks another one m
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import Snowflake, WorkerLease
+from tests._rebinding import mint_while_rebinding
 
 
 class FrozenClock:
@@ -135,35 +135,11 @@ def test_binding_to_the_lease_and_back_while_threads_mint(
 
     monkeypatch.setattr(snowflake, "_LOCK_FREE", lock_free)
     ids = Snowflake(worker_id=0)
-    stop = threading.Event()
-    errors: list[BaseException] = []
-    results: list[list[int]] = [[] for _ in range(3)]
-
-    def mint(out: list[int]) -> None:
-        try:
-            while not stop.is_set():
-                out.append(ids())
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
     with WorkerLease(engine) as lease:
         assert lease.worker_id == 0
-        threads = [threading.Thread(target=mint, args=(out,)) for out in results]
-        for t in threads:
-            t.start()
-        switch = sys.getswitchinterval()
-        sys.setswitchinterval(0.0005)
-        try:
-            for i in range(60):
-                ids.bind(lease if i % 2 == 0 else 0)  # type: ignore[arg-type]
-                time.sleep(0.001)
-        finally:
-            sys.setswitchinterval(switch)
-            stop.set()
-            for t in threads:
-                t.join()
+        bindings = [lease if i % 2 == 0 else 0 for i in range(60)]
+        every, errors = mint_while_rebinding(ids, bindings, threads=3, pause_s=0.001)
     assert not errors, errors
-    every = [v for out in results for v in out]
     assert len(set(every)) == len(every)
     assert {ids.decode(v).worker_id for v in every} == {0}
 
