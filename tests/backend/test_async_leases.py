@@ -19,9 +19,9 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -39,6 +39,7 @@ from sqlalchemy_seqkeys import (
     workers_table,
 )
 from sqlalchemy_seqkeys.workers import AsyncWorkerLease
+from tests._async_run import run
 from tests._helpers import fresh_table, fresh_tables
 from tests._leases import mint_or_refuse, ms_of, race_for_free_ids, split_at_mark
 from tests._loopticker import BLOCKED_S, LoopTicker
@@ -47,22 +48,8 @@ from tests.faults import _async_lease_procs
 
 pytestmark = pytest.mark.backend
 
-T = TypeVar("T")
 #: a gross bound on how late the ticker may wake: a blocking call fails it, noise passes
 LATE = BLOCKED_S
-
-
-def run(database: AsyncDatabase, body: Callable[[AsyncEngine], Awaitable[T]]) -> T:
-    """``body(engine)`` on a new event loop, with an AsyncEngine disposed at the end."""
-
-    async def main() -> T:
-        engine = database.engine()
-        try:
-            return await body(engine)
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(main())
 
 
 @pytest.fixture

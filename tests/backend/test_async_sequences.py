@@ -14,7 +14,7 @@ import gc
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -26,7 +26,6 @@ from sqlalchemy_seqkeys import (
     SeqKeysError,
     SequenceAllocationError,
     SequenceExistsError,
-    SequenceMode,
     SequenceMovedBackwardsError,
     SequenceNotFoundError,
     TableSequence,
@@ -39,40 +38,13 @@ from sqlalchemy_seqkeys.sequences import (
     resync_table_sequence_async,
 )
 from sqlalchemy_seqkeys.sequences.table import read_next_value
-from tests._helpers import fresh_table
+from tests._async_run import run
+from tests._helpers import fresh_table, fresh_tables
 from tests._loopticker import BLOCKED_S, LoopTicker
+from tests._sequences import MODES, sequences_db, sequences_server_db  # noqa: F401 - db, server_db fixtures
 from tests.conftest import AsyncDatabase
 
 pytestmark = pytest.mark.backend
-
-MODES = [m.value for m in SequenceMode]
-T = TypeVar("T")
-
-
-def run(database: AsyncDatabase, body: Callable[[AsyncEngine], Awaitable[T]], **kw: Any) -> T:
-    """``body(engine)`` on a new event loop, with an AsyncEngine disposed at the end."""
-
-    async def main() -> T:
-        engine = database.engine(**kw)
-        try:
-            return await body(engine)
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(main())
-
-
-@pytest.fixture
-def db(async_database: AsyncDatabase) -> Iterator[AsyncDatabase]:
-    """``async_database`` with a fresh sequences table."""
-    with fresh_table(async_database.sync, sequences_table):
-        yield async_database
-
-
-@pytest.fixture
-def server_db(async_server_database: AsyncDatabase) -> Iterator[AsyncDatabase]:
-    with fresh_table(async_server_database.sync, sequences_table):
-        yield async_server_database
 
 
 @pytest.fixture
@@ -135,8 +107,6 @@ def test_every_mode_under_concurrent_async_sessions(db: AsyncDatabase, mode: str
     create_table_sequence(db.sync, name)
     sequence = TableSequence(name, mode=mode, batch_size=20, low_watermark=10)
     row_cls, commit_cls, metadata = _models(sequence)
-    metadata.drop_all(db.sync)
-    metadata.create_all(db.sync)
     tasks = 8 if db.backend == "sqlite" else 50
     per_task, rows_per_tx = 3, 2
 
@@ -155,15 +125,13 @@ def test_every_mode_under_concurrent_async_sessions(db: AsyncDatabase, mode: str
 
         await asyncio.gather(*(work(task) for task in range(tasks)))
 
-    try:
+    with fresh_tables(db.sync, metadata):
         run(db, body, pool_size=5, max_overflow=0, pool_timeout=60)
         with db.sync.connect() as conn:
             rows = conn.execute(sa.select(row_cls.id, row_cls.task, row_cls.tx)).all()
             commits = conn.execute(
                 sa.select(commit_cls.task, commit_cls.tx).order_by(commit_cls.id)
             ).all()
-    finally:
-        metadata.drop_all(db.sync)
     ids = [row.id for row in rows]
     committed = sum((task + tx) % 5 != 4 for task in range(tasks) for tx in range(per_task))
     assert len(ids) == len(set(ids)) == committed * rows_per_tx
@@ -189,8 +157,6 @@ def test_the_event_loop_is_never_blocked(db: AsyncDatabase, mode: str) -> None:
     create_table_sequence(db.sync, name)
     sequence = TableSequence(name, mode=mode, batch_size=10, low_watermark=5)
     row_cls, _, metadata = _models(sequence)
-    metadata.drop_all(db.sync)
-    metadata.create_all(db.sync)
     tasks = 10 if db.backend == "sqlite" else 50
 
     async def body(engine: AsyncEngine) -> LoopTicker:
@@ -206,13 +172,11 @@ def test_the_event_loop_is_never_blocked(db: AsyncDatabase, mode: str) -> None:
             await asyncio.gather(*(work(task) for task in range(tasks)))
         return ticker  # run() disposes of the engine, a refill perhaps still under way
 
-    try:
+    with fresh_tables(db.sync, metadata):
         ticker = run(db, body, pool_size=5, max_overflow=0, pool_timeout=60)
         assert _next_value(db.sync, name) > 40, "refills were under way"
         with db.sync.connect() as conn:
             ids = conn.scalars(sa.select(row_cls.id)).all()
-    finally:
-        metadata.drop_all(db.sync)
     assert len(ids) == len(set(ids)) == tasks * 4 * 2
     assert ticker.ticks > 10
     assert ticker.max_late < BLOCKED_S, f"the event loop was blocked: {ticker}"

@@ -41,32 +41,20 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engin
 
 from sqlalchemy_seqkeys import (
     SequenceAllocationError,
-    SequenceMode,
     TableSequence,
     create_table_sequence,
     sequences_table,
 )
 from sqlalchemy_seqkeys.sequences._lane import await_
 from sqlalchemy_seqkeys.sequences.table import read_next_value
-from tests._helpers import fresh_table
+from tests._async_run import run
+from tests._helpers import fresh_tables
+from tests._sequences import MODES, sequences_db, sequences_server_db  # noqa: F401 - db, server_db fixtures
 from tests.conftest import AsyncDatabase
 
 pytestmark = pytest.mark.backend
 
-MODES = [m.value for m in SequenceMode]
 T = TypeVar("T")
-
-
-@pytest.fixture
-def db(async_database: AsyncDatabase) -> Iterator[AsyncDatabase]:
-    with fresh_table(async_database.sync, sequences_table):
-        yield async_database
-
-
-@pytest.fixture
-def server_db(async_server_database: AsyncDatabase) -> Iterator[AsyncDatabase]:
-    with fresh_table(async_server_database.sync, sequences_table):
-        yield async_server_database
 
 
 @pytest.fixture
@@ -127,7 +115,10 @@ def slow_allocations(
         sa.event.remove(sa.engine.Engine, "after_cursor_execute", after_cursor)
 
 
-def _rows_table(sequence: TableSequence) -> tuple[sa.Table, sa.MetaData]:
+@contextmanager
+def _keyed_rows(db: AsyncDatabase, sequence: TableSequence) -> Iterator[sa.Table]:
+    """A new table keyed by ``sequence`` (its row created), dropped at the end."""
+    create_table_sequence(db.sync, sequence.name)
     metadata = sa.MetaData()
     rows = sa.Table(
         "seqkeys_cancel_rows",
@@ -135,21 +126,20 @@ def _rows_table(sequence: TableSequence) -> tuple[sa.Table, sa.MetaData]:
         sa.Column("id", sa.BigInteger, primary_key=True, default=sequence, autoincrement=False),
         sa.Column("n", sa.Integer),
     )
-    return rows, metadata
+    with fresh_tables(db.sync, metadata):
+        yield rows
 
 
 def _run(database: AsyncDatabase, body: Callable[[AsyncEngine], Awaitable[T]], **kw: Any) -> T:
-    async def main() -> T:
-        engine = database.engine(**kw)
+    """``run``, with a minute at most for ``body`` (never a hang)."""
+
+    async def bounded(engine: AsyncEngine) -> T:
         # as docs/asyncio.md tells psycopg users: a connection psycopg's defect left in
         # pipeline mode is closed, not pooled (the next request on it would fail)
         sa.event.listen(engine.sync_engine, "handle_error", _close_what_psycopg_left_broken)
-        try:
-            return await asyncio.wait_for(body(engine), timeout=60)  # never a hang
-        finally:
-            await engine.dispose()
+        return await asyncio.wait_for(body(engine), timeout=60)
 
-    return asyncio.run(main())
+    return run(database, bounded, **kw)
 
 
 async def _insert(engine: AsyncEngine, rows: sa.Table, n: int) -> None:
@@ -240,27 +230,20 @@ def test_requests_cancelled_mid_flush_lose_values_never_repeat_them(
     """Cancellations land before and after allocation round trips (random pauses around them)."""
     db = server_db
     _skip_psycopg_before_3_3(db)
-    name = f"cancel_{mode}"
-    create_table_sequence(db.sync, name)
-    sequence = TableSequence(name, mode=mode, batch_size=6, low_watermark=3)
-    rows, metadata = _rows_table(sequence)
-    metadata.drop_all(db.sync)
-    metadata.create_all(db.sync)
-    requests = 30
+    sequence = TableSequence(f"cancel_{mode}", mode=mode, batch_size=6, low_watermark=3)
+    with _keyed_rows(db, sequence) as rows:
+        requests = 30
 
-    async def body(engine: AsyncEngine) -> int:
-        with slow_allocations(before=0.02, after=0.02):
-            cancelled = 0
-            for _ in range(3):
-                cancelled += await _cancel_half(engine, rows, requests)
-            return cancelled
+        async def body(engine: AsyncEngine) -> int:
+            with slow_allocations(before=0.02, after=0.02):
+                cancelled = 0
+                for _ in range(3):
+                    cancelled += await _cancel_half(engine, rows, requests)
+                return cancelled
 
-    try:
         cancelled = _run(db, body, pool_size=5, max_overflow=5)
         assert cancelled > 0, "the fault was injected"
         _check_no_repeats(db, sequence, rows)
-    finally:
-        metadata.drop_all(db.sync)
 
 
 @pytest.mark.usefixtures("quiet")
@@ -269,30 +252,25 @@ def test_requests_cancelled_while_the_row_is_locked(server_db: AsyncDatabase, mo
     """Cancellations land while allocations wait at the server for a row another holds."""
     _skip_psycopg_before_3_3(server_db)
     name = f"locked_{mode}"
-    create_table_sequence(server_db.sync, name)
     sequence = TableSequence(name, mode=mode, batch_size=6, low_watermark=3)
-    rows, metadata = _rows_table(sequence)
-    metadata.drop_all(server_db.sync)
-    metadata.create_all(server_db.sync)
     table = sequences_table(sa.MetaData())
+    with _keyed_rows(server_db, sequence) as rows:
 
-    async def body(engine: AsyncEngine) -> int:
-        cancelled = 0
-        for _ in range(2):
-            async with engine.connect() as locker:
-                await locker.execute(sa.select(table).where(table.c.name == name).with_for_update())
-                waiting = asyncio.ensure_future(_cancel_half(engine, rows, 20))
-                await asyncio.sleep(0.05)  # they queue behind the lock; half are cancelled
-                await locker.rollback()
-            cancelled += await waiting
-        return cancelled
+        async def body(engine: AsyncEngine) -> int:
+            cancelled = 0
+            for _ in range(2):
+                async with engine.connect() as locker:
+                    locked = sa.select(table).where(table.c.name == name).with_for_update()
+                    await locker.execute(locked)
+                    waiting = asyncio.ensure_future(_cancel_half(engine, rows, 20))
+                    await asyncio.sleep(0.05)  # they queue behind the lock; half are cancelled
+                    await locker.rollback()
+                cancelled += await waiting
+            return cancelled
 
-    try:
         cancelled = _run(server_db, body, pool_size=5, max_overflow=20)
         assert cancelled > 0, "the fault was injected"
         _check_no_repeats(server_db, sequence, rows)
-    finally:
-        metadata.drop_all(server_db.sync)
 
 
 @pytest.mark.usefixtures("quiet")
@@ -305,35 +283,31 @@ def test_dispose_with_a_refill_under_way(db: AsyncDatabase, mode: str) -> None:
     """
     single_writer = db.sync.dialect.name == "sqlite"
     name = f"dispose_{mode}"
-    create_table_sequence(db.sync, name)
     sequence = TableSequence(name, mode=mode, batch_size=10, low_watermark=9)
-    rows, metadata = _rows_table(sequence)
-    metadata.drop_all(db.sync)
-    metadata.create_all(db.sync)
     slow = [False]
+    with _keyed_rows(db, sequence) as rows:
 
-    async def body(engine: AsyncEngine) -> tuple[list[int], int | None]:
-        before = await sequence.next_values_async(engine, 2)  # 8 left: an async refill starts
-        slow[0] = True
-        if mode == "batch":  # use up the block: the next caller waits for a fetch
-            before += await sequence.next_values_async(engine, 8)
-        waiter = asyncio.ensure_future(sequence.next_values_async(engine, 12))
-        await asyncio.sleep(0.05)  # the fetch is under way, paused at the server
-        await engine.dispose()  # cancels the fetch, waits for it
-        with db.sync.connect() as conn:  # cancelled in its pause: it never reached the row
-            after_dispose = read_next_value(conn, name)
-        if single_writer:
-            before += await waiter
-        else:
-            with pytest.raises(SequenceAllocationError, match="disposed"):
-                await waiter
-        slow[0] = False
-        async with AsyncSession(engine) as session:  # the engine works on: a new pool and lane
-            await session.execute(rows.insert(), [{"n": 1}, {"n": 2}])
-            await session.commit()
-        return before + await sequence.next_values_async(engine, 12), after_dispose
+        async def body(engine: AsyncEngine) -> tuple[list[int], int | None]:
+            before = await sequence.next_values_async(engine, 2)  # 8 left: an async refill starts
+            slow[0] = True
+            if mode == "batch":  # use up the block: the next caller waits for a fetch
+                before += await sequence.next_values_async(engine, 8)
+            waiter = asyncio.ensure_future(sequence.next_values_async(engine, 12))
+            await asyncio.sleep(0.05)  # the fetch is under way, paused at the server
+            await engine.dispose()  # cancels the fetch, waits for it
+            with db.sync.connect() as conn:  # cancelled in its pause: it never reached the row
+                after_dispose = read_next_value(conn, name)
+            if single_writer:
+                before += await waiter
+            else:
+                with pytest.raises(SequenceAllocationError, match="disposed"):
+                    await waiter
+            slow[0] = False
+            async with AsyncSession(engine) as session:  # the engine works on: a new pool and lane
+                await session.execute(rows.insert(), [{"n": 1}, {"n": 2}])
+                await session.commit()
+            return before + await sequence.next_values_async(engine, 12), after_dispose
 
-    try:
         with slow_allocations(before=1.0, only=slow):
             values, after_dispose = _run(db, body)
         if single_writer:
@@ -344,8 +318,6 @@ def test_dispose_with_a_refill_under_way(db: AsyncDatabase, mode: str) -> None:
             values += conn.scalars(sa.select(rows.c.id)).all()
         assert len(values) == len(set(values)), "a value handed out twice"
         _check_no_repeats(db, sequence, rows)
-    finally:
-        metadata.drop_all(db.sync)
 
 
 @pytest.mark.usefixtures("quiet")
