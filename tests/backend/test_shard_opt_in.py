@@ -28,7 +28,12 @@ from sqlalchemy_seqkeys import (
     spanner_shard_column,
 )
 from tests._helpers import fresh_tables
-from tests.backend.test_shard_orm import generated_rows, own_engine, shard_column_table
+from tests.backend.test_shard_orm import (
+    filling_engine,
+    generated_rows,
+    own_engine,
+    shard_column_table,
+)
 from tests.conftest import AsyncDatabase
 
 pytestmark = pytest.mark.backend
@@ -189,20 +194,14 @@ def test_the_filled_value_is_spanners_farm_fingerprint(engine: Engine) -> None:
         sa.Column("b", sa.Boolean, nullable=False),
         spanner_shard_column("fingerprint", "n", "s", "b", shards=2**63 - 1),
     )
-    with own_engine(engine) as mine:
-        fill_shard_columns(mine)
-        metadata.drop_all(mine)
-        metadata.create_all(mine)
-        try:
-            with mine.begin() as conn:
-                conn.execute(
-                    sa.insert(table), [{"n": n, "s": s, "b": b} for n, (s, b, _) in vectors.items()]
-                )
-            with mine.connect() as conn:
-                query = sa.select(table.c.n, table.c.shard, table.c.fingerprint)
-                found = {n: (shard, fp) for n, shard, fp in conn.execute(query)}
-        finally:
-            metadata.drop_all(mine)
+    with filling_engine(engine, metadata) as mine:
+        with mine.begin() as conn:
+            conn.execute(
+                sa.insert(table), [{"n": n, "s": s, "b": b} for n, (s, b, _) in vectors.items()]
+            )
+        with mine.connect() as conn:
+            query = sa.select(table.c.n, table.c.shard, table.c.fingerprint)
+            found = {n: (shard, fp) for n, shard, fp in conn.execute(query)}
     truncated = {fp: -(-fp % 16) if fp < 0 else fp % 16 for _, _, fp in vectors.values()}
     assert found == {n: (truncated[fp], fp) for n, (_, _, fp) in vectors.items()}
     assert found[1][0] == -7  # MOD(FARM_FINGERPRINT('1footrue'), 16) on Spanner

@@ -25,6 +25,7 @@ from sqlalchemy_seqkeys import (
     spanner_string,
 )
 from tests._emulator import configure_engine
+from tests._helpers import fresh_tables
 
 pytestmark = pytest.mark.backend
 
@@ -43,19 +44,15 @@ def test_shard_id_default_fills_the_key_prefix(engine: Engine) -> None:
         user_id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
         last_access: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), primary_key=True)
 
-    Base.metadata.drop_all(engine)
-    Base.metadata.create_all(engine)
     start = datetime(2024, 3, 10, 9, 0, tzinfo=timezone.utc)  # around a DST change in LA
     rows = [(u, start + timedelta(minutes=17 * u, milliseconds=u)) for u in range(-50, 150)]
-    try:
+    with fresh_tables(engine, Base.metadata):
         with Session(engine) as session:
             session.add_all(Access(user_id=u, last_access=t) for u, t in rows)
             session.commit()
             stored = {(a.user_id, a.shard_id) for a in session.scalars(sa.select(Access))}
         assert stored == {(u, shard.of(u, t)) for u, t in rows}
         assert any(s < 0 for _, s in stored)  # Spanner's MOD keeps the sign
-    finally:
-        Base.metadata.drop_all(engine)
 
 
 def test_canonical_forms_and_refusals() -> None:
@@ -90,6 +87,16 @@ def own_engine(engine: Engine, query: dict[str, str] | None = None, **kw: Any) -
         yield mine
     finally:
         mine.dispose()
+
+
+@contextlib.contextmanager
+def filling_engine(engine: Engine, metadata: sa.MetaData) -> Iterator[Engine]:
+    """An ``own_engine`` that fills shard columns (``fill_shard_columns``), with
+    ``metadata``'s tables created anew on it, dropped after."""
+    with own_engine(engine) as mine:
+        fill_shard_columns(mine)
+        with fresh_tables(mine, metadata):
+            yield mine
 
 
 def shard_column_table(metadata: sa.MetaData, name: str = "seqkeys_shard_generated") -> sa.Table:
@@ -129,10 +136,8 @@ def generated_rows(count: int) -> list[dict[str, object]]:
 def test_spanner_generates_what_shard_of_computes(spanner_engine: Engine) -> None:
     metadata = sa.MetaData()
     table = shard_column_table(metadata)
-    metadata.drop_all(spanner_engine)
-    metadata.create_all(spanner_engine)
     rows = generated_rows(1200)
-    try:
+    with fresh_tables(spanner_engine, metadata):
         with spanner_engine.begin() as conn:
             conn.execute(sa.insert(table), rows)  # no shard values: the server computes them
         with spanner_engine.connect() as conn:
@@ -142,49 +147,39 @@ def test_spanner_generates_what_shard_of_computes(spanner_engine: Engine) -> Non
         assert len(stored) == 1200
         assert stored == expected
         assert sum(v < 0 for v in stored.values()) > 400  # negative hashes keep their sign
-    finally:
-        metadata.drop_all(spanner_engine)
 
 
 def test_shard_column_is_filled_on_every_engine(engine: Engine) -> None:
-    with own_engine(engine) as mine:
-        fill_shard_columns(mine)
-        check_filled_on_insert(mine)
-
-
-def check_filled_on_insert(engine: Engine) -> None:
     metadata = sa.MetaData()
     table = shard_column_table(metadata)
-    metadata.drop_all(engine)
-    metadata.create_all(engine)
+    with filling_engine(engine, metadata) as mine:
+        check_filled_on_insert(mine, table)
+
+
+def check_filled_on_insert(engine: Engine, table: sa.Table) -> None:
     rows = generated_rows(60)
     shard = ShardId("n", "s", "b", "ts", "d", shards=2048)
-    try:
-        with engine.begin() as conn:
-            conn.execute(sa.insert(table), rows[:50])  # executemany
-            conn.execute(sa.insert(table), rows[50])  # one row as parameters
-            conn.execute(sa.insert(table).values(**rows[51]))  # values in the statement
-        with engine.connect() as conn:
-            stored = dict(conn.execute(sa.select(table.c.n, table.c.shard)).all())
-        assert stored == {
-            r["n"]: shard.of(r["n"], r["s"], r["b"], r["ts"], r["d"]) for r in rows[:52]
-        }
-        if engine.dialect.name.startswith("spanner"):
-            return  # a wrong or missing value is the server's business there
-        with (
-            pytest.raises(InvalidShardError, match="was given 5, but the row hashes to"),
-            engine.begin() as conn,
-        ):
-            conn.execute(sa.insert(table), {**rows[52], "shard": 5})
-        incomplete = dict(rows[53])
-        del incomplete["ts"]
-        with (
-            pytest.raises(InvalidShardError, match="hashes column 'ts', which has no value"),
-            engine.begin() as conn,
-        ):
-            conn.execute(sa.insert(table), incomplete)
-    finally:
-        metadata.drop_all(engine)
+    with engine.begin() as conn:
+        conn.execute(sa.insert(table), rows[:50])  # executemany
+        conn.execute(sa.insert(table), rows[50])  # one row as parameters
+        conn.execute(sa.insert(table).values(**rows[51]))  # values in the statement
+    with engine.connect() as conn:
+        stored = dict(conn.execute(sa.select(table.c.n, table.c.shard)).all())
+    assert stored == {r["n"]: shard.of(r["n"], r["s"], r["b"], r["ts"], r["d"]) for r in rows[:52]}
+    if engine.dialect.name.startswith("spanner"):
+        return  # a wrong or missing value is the server's business there
+    with (
+        pytest.raises(InvalidShardError, match="was given 5, but the row hashes to"),
+        engine.begin() as conn,
+    ):
+        conn.execute(sa.insert(table), {**rows[52], "shard": 5})
+    incomplete = dict(rows[53])
+    del incomplete["ts"]
+    with (
+        pytest.raises(InvalidShardError, match="hashes column 'ts', which has no value"),
+        engine.begin() as conn,
+    ):
+        conn.execute(sa.insert(table), incomplete)
 
 
 def test_hashed_columns_whose_key_is_not_their_name(engine: Engine) -> None:
@@ -203,23 +198,15 @@ def test_hashed_columns_whose_key_is_not_their_name(engine: Engine) -> None:
         {"user_id": u, "last_access": start + timedelta(days=4099 * u, seconds=u)}
         for u in range(40)
     ]
-    with own_engine(engine) as mine:
-        fill_shard_columns(mine)
-        metadata.drop_all(mine)
-        metadata.create_all(mine)
-        try:
-            with mine.begin() as conn:
-                conn.execute(sa.insert(table), rows[:30])
-                conn.execute(sa.insert(table), rows[30])
-                conn.execute(sa.insert(table).values(**rows[31]))
-            with mine.connect() as conn:
-                select = sa.select(table.c.user_id, table.c.shard_id)
-                stored = dict(conn.execute(select).all())
-            assert stored == {
-                r["user_id"]: shard.of(r["user_id"], r["last_access"]) for r in rows[:32]
-            }
-        finally:
-            metadata.drop_all(mine)
+    with filling_engine(engine, metadata) as mine:
+        with mine.begin() as conn:
+            conn.execute(sa.insert(table), rows[:30])
+            conn.execute(sa.insert(table), rows[30])
+            conn.execute(sa.insert(table).values(**rows[31]))
+        with mine.connect() as conn:
+            select = sa.select(table.c.user_id, table.c.shard_id)
+            stored = dict(conn.execute(select).all())
+        assert stored == {r["user_id"]: shard.of(r["user_id"], r["last_access"]) for r in rows[:32]}
 
 
 @pytest.mark.parametrize("shards", [3, 2**62])
@@ -233,16 +220,10 @@ def test_non_negative_shards_up_to_2_62(engine: Engine, shards: int) -> None:
         spanner_shard_column("shard", "k", shards=shards, non_negative=True),
     )
     keys = [f"k{i}" for i in range(60)] + ["d", "a", "alphabet"]
-    with own_engine(engine) as mine:
-        fill_shard_columns(mine)
-        metadata.drop_all(mine)
-        metadata.create_all(mine)
-        try:
-            with mine.begin() as conn:
-                conn.execute(sa.insert(table), [{"k": k} for k in keys])
-            with mine.connect() as conn:
-                stored = dict(conn.execute(sa.select(table.c.k, table.c.shard)).all())
-            assert stored == {k: farm_fingerprint(k) % shards for k in keys}
-            assert any(farm_fingerprint(k) < 0 for k in keys)
-        finally:
-            metadata.drop_all(mine)
+    with filling_engine(engine, metadata) as mine:
+        with mine.begin() as conn:
+            conn.execute(sa.insert(table), [{"k": k} for k in keys])
+        with mine.connect() as conn:
+            stored = dict(conn.execute(sa.select(table.c.k, table.c.shard)).all())
+        assert stored == {k: farm_fingerprint(k) % shards for k in keys}
+        assert any(farm_fingerprint(k) < 0 for k in keys)
