@@ -59,10 +59,8 @@ def shown(value: object, limit: int = 60) -> str:
 #: the four hyphens; either in braces or after "urn:uuid:" (any case) or alone.
 #: ASCII hex digits only; nothing else (uuid.UUID alone takes "+", "_", spaces,
 #: other Unicode digits and "uuid:" anywhere: int(..., 16) reads what is left).
-_HEX_BODY = (
-    "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-    "|[0-9a-fA-F]{32}"
-)
+_HYPHENATED = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_HEX_BODY = f"{_HYPHENATED}|[0-9a-fA-F]{{32}}"
 _UUID_TEXT = re.compile(
     rf"({_HEX_BODY})|\{{({_HEX_BODY})\}}|[uU][rR][nN]:[uU][uU][iI][dD]:({_HEX_BODY})"
 )

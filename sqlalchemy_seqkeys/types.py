@@ -95,8 +95,12 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
 
     ``binary=True`` stores 16 bytes where the engine has a choice (MySQL and
     MariaDB ``BINARY(16)``, SQLite ``BLOB``, Spanner ``BYTES(16)``) instead of
-    the 36-character text. Binds accept a ``uuid.UUID`` or its text form;
-    anything else raises :class:`~sqlalchemy_seqkeys.InvalidGuidError`.
+    the 36-character text. Binds accept a ``uuid.UUID`` or its text: 32 hex
+    digits, with the four hyphens of the 8-4-4-4-12 form or none, alone, in
+    braces or after ``urn:uuid:``; anything else (surrounding spaces, a sign,
+    underscores, ...) raises :class:`~sqlalchemy_seqkeys.InvalidGuidError`.
+    A subclass or a ``TypeDecorator`` over it reads as itself: its own
+    ``process_result_value`` runs.
 
     ``native_uuid=True`` is the storage for UUIDv7 keys on MariaDB: its own
     ``UUID`` type (16 bytes), which from 10.11.5 keeps UUIDs of version 6 and
@@ -261,9 +265,7 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
             pass
         if guid is not None:
             return guid
-        error = _UnreadableGuidError(_not_a_guid(value, repr(self), dialect.name, None))
-        error.value, error.declared, error.dialect_name = value, repr(self), dialect.name
-        raise error
+        raise _UnreadableGuidError.of(value, repr(self), dialect.name)
 
 
 def _not_a_guid(value: object, declared: str, dialect_name: str, column: str | None) -> str:
@@ -282,6 +284,17 @@ class _UnreadableGuidError(InvalidGuidError):
     declared: str = "CombGuid()"
     dialect_name: str = ""
 
+    @classmethod
+    def of(cls, value: object, declared: str, dialect_name: str) -> _UnreadableGuidError:
+        # the message is the only argument: the error pickles as any other
+        error = cls(_not_a_guid(value, declared, dialect_name, None))
+        error.value, error.declared, error.dialect_name = value, declared, dialect_name
+        return error
+
+    def naming(self, column: str) -> InvalidGuidError:
+        """The same error, naming ``column`` ("table.column")."""
+        return InvalidGuidError(_not_a_guid(self.value, self.declared, self.dialect_name, column))
+
 
 class _ReadNamingColumn(sqltypes.TypeDecorator[Any]):
     """How a SELECT reads a column whose type is or wraps CombGuid: as that type.
@@ -292,14 +305,14 @@ class _ReadNamingColumn(sqltypes.TypeDecorator[Any]):
     ``column`` ("table.column").
     """
 
-    impl = sqltypes.NullType  # replaced by read_as
+    impl: sqltypes.TypeEngine[Any] | type[sqltypes.TypeEngine[Any]] = sqltypes.NullType
     cache_ok = True
     # read as it is: not wrapped again
     _has_column_expression = False
 
     def __init__(self, read_as: sqltypes.TypeEngine[Any], column: str) -> None:  # both in the key
         super().__init__()
-        self.impl = read_as
+        self.impl = read_as  # not the class's NullType
         self.read_as = read_as
         self.column = column
 
@@ -313,8 +326,7 @@ class _ReadNamingColumn(sqltypes.TypeDecorator[Any]):
             try:
                 return read(value)
             except _UnreadableGuidError as exc:
-                message = _not_a_guid(exc.value, exc.declared, exc.dialect_name, column)
-                raise InvalidGuidError(message) from None
+                raise exc.naming(column) from None
 
         return process
 
