@@ -25,10 +25,9 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ._procs import free_port
+from ._procs import Harness, start_on_a_free_port, tail
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -193,7 +192,7 @@ def _patched_env(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = old
 
 
-class SpannerEmulator:
+class SpannerEmulator(Harness):
     """Context manager running a Spanner emulator with a fresh instance and DB.
 
     Reuses ``$SPANNER_EMULATOR_HOST`` when set, otherwise starts
@@ -278,13 +277,7 @@ class SpannerEmulator:
 
     def stderr_tail(self, lines: int = 40) -> str:
         """Last lines of the emulator's output (empty if not started here)."""
-        if self._log_path is None:
-            return ""
-        try:
-            text = self._log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+        return tail(self._log_path, lines)
 
     def start(self) -> SpannerEmulator:
         """Start (or attach to) the emulator and create instance + database."""
@@ -352,19 +345,6 @@ class SpannerEmulator:
                 self._logdir = None
                 self._log_path = None
 
-    def __enter__(self) -> SpannerEmulator:
-        """Start and return self."""
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Tear everything down."""
-        self.stop()
-
     # -- internals ----------------------------------------------------------
 
     def _launch(self) -> None:
@@ -378,12 +358,11 @@ class SpannerEmulator:
         setpriv = shutil.which("setpriv") if self.die_with_parent else None
         if setpriv is not None:
             prefix = [setpriv, "--pdeathsig", "TERM", "--"]
-        self._logdir = tempfile.mkdtemp(prefix="spanner-emulator-")
-        last_error: EmulatorError | None = None
-        for attempt in range(3):  # a free port can be taken before we use it
-            port = free_port()
+        logdir = self._logdir = tempfile.mkdtemp(prefix="spanner-emulator-")
+
+        def start(port: int, attempt: int) -> subprocess.Popen[bytes]:
             self._host = f"127.0.0.1:{port}"
-            self._log_path = Path(self._logdir, f"emulator-{attempt}.log")
+            self._log_path = Path(logdir, f"emulator-{attempt}.log")
             with self._log_path.open("wb") as log:
                 self._proc = subprocess.Popen(
                     [*prefix, binary, f"--host_port={self._host}", *self.extra_args],
@@ -392,17 +371,9 @@ class SpannerEmulator:
                     stderr=subprocess.STDOUT,
                 )
             atexit.register(self._terminate)
-            try:
-                self._wait_tcp(port)
-                return
-            except EmulatorError as err:
-                last_error = err
-                died = self._proc.poll() is not None
-                self._terminate()
-                if not died:
-                    break
-        assert last_error is not None
-        raise last_error
+            return self._proc
+
+        start_on_a_free_port(start, self._wait_tcp, self._terminate, EmulatorError)
 
     def _wait_tcp(self, port: int) -> None:
         assert self._proc is not None

@@ -41,10 +41,9 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import TypedDict
 
-from ._procs import free_port, orphaned_dirs
+from ._procs import Harness, orphaned_dirs, start_on_a_free_port, tail
 
 URL_ENV = "SEQKEYS_PG18_URL"
 """Use this server instead of starting one."""
@@ -140,7 +139,7 @@ def _reachable_by(uid: int, gid: int, path: Path) -> bool:
     return True
 
 
-class Postgres18:
+class Postgres18(Harness):
     """A PostgreSQL 18 server on a temp data directory and a free loopback port.
 
     Example::
@@ -172,12 +171,7 @@ class Postgres18:
 
     def log_tail(self, lines: int = 30) -> str:
         """The last lines of the server's log."""
-        path = self.log_path
-        try:
-            text = path.read_text(errors="replace") if path else ""
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+        return tail(self.log_path, lines)
 
     def start(self) -> Postgres18:
         """Start the server (or attach to ``SEQKEYS_PG18_URL``) and wait until it answers."""
@@ -211,19 +205,6 @@ class Postgres18:
                 self._dir = None
             self.url = ""
             self._owner = 0
-
-    def __enter__(self) -> Postgres18:
-        """Start and return self."""
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop and clean up."""
-        self.stop()
 
     # -- internals ----------------------------------------------------------
 
@@ -261,9 +242,8 @@ class Postgres18:
         setpriv = shutil.which("setpriv")
         if setpriv is not None:  # the server dies with this process, even when it is killed
             prefix = [setpriv, "--pdeathsig", "TERM", "--"]
-        last_error: Pg18Error | None = None
-        for _ in range(3):  # a free port can be taken before the server binds it
-            port = free_port()
+
+        def start(port: int, attempt: int) -> subprocess.Popen[bytes]:
             assert self.log_path is not None
             with self.log_path.open("ab") as log:
                 self._proc = subprocess.Popen(
@@ -283,18 +263,13 @@ class Postgres18:
                     **_as_user(run_as),
                 )
             self.url = f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-            try:
-                self._wait_ready(port)
-                return
-            except Pg18Error as err:
-                last_error = err
-                died = self._proc.poll() is not None
-                self._terminate()
-                self.url = ""
-                if not died:
-                    break
-        assert last_error is not None
-        raise last_error
+            return self._proc
+
+        def stop() -> None:
+            self._terminate()
+            self.url = ""
+
+        start_on_a_free_port(start, self._wait_ready, stop, Pg18Error)
 
     @staticmethod
     def _unprivileged_user() -> tuple[int, int] | None:
