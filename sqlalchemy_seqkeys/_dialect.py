@@ -46,7 +46,6 @@ __all__ = [
     "file_name_too_long",
     "has_facts",
     "has_sequences",
-    "identifier_problem",
     "identifier_text",
     "ignores_conflicts",
     "incrementing_sequences",
@@ -209,19 +208,6 @@ def _problem(dialect_name: str, name: str) -> str | None:
     if pattern is not None and re.fullmatch(pattern, name) is None:
         return f"{shown} identifiers must {engine.identifier_pattern_words}"
     return None
-
-
-def identifier_problem(dialect: Dialect | str, name: str) -> str | None:
-    """Why ``name`` cannot be an identifier (a sequence, table or column) here; None if it can.
-
-    Example::
-
-        >>> identifier_problem("postgresql", "a" * 64)[:43]
-        'PostgreSQL identifiers are at most 63 bytes'
-        >>> identifier_problem("spanner+spanner", "order_id") is None
-        True
-    """
-    return _problem(dialect if isinstance(dialect, str) else dialect.name, name)
 
 
 def check_identifier(

@@ -250,7 +250,7 @@ class _FF1:
                 f"FF1 needs at least a million values (radix ** length >= 10**6): "
                 f"radix {radix}, length {n!r:.40}"
             )
-        self._radix, self._n, self._tweak = radix, n, bytes(tweak)
+        self._radix, self._tweak = radix, bytes(tweak)
         self._u = n // 2
         self._v = n - self._u
         self._b = math.ceil(math.ceil(self._v * math.log2(radix)) / 8)

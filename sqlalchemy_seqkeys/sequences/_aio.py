@@ -19,7 +19,6 @@ from typing import (
     Any,
     Concatenate,
     ParamSpec,
-    Protocol,
     TypeAlias,
     TypeGuard,
     TypeVar,
@@ -36,7 +35,6 @@ if TYPE_CHECKING:  # importing sqlalchemy.ext.asyncio needs greenlet, an optiona
 
 __all__ = [
     "AsyncBind",
-    "AwaitableDDL",
     "awaitable",
     "begin",
     "check_sync_bind",
@@ -46,7 +44,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-R = TypeVar("R", covariant=True)
 P = ParamSpec("P")
 
 AsyncBind: TypeAlias = "AsyncEngine | AsyncConnection"
@@ -145,33 +142,6 @@ def awaitable(
         f"\n\nExample::\n\n    {example}\n"
     )
     return twin
-
-
-class _CreatesAndDrops(Protocol[R]):
-    def create(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = ...) -> R: ...
-    def drop(self, bind: sa.Engine | sa.Connection, *, checkfirst: bool = ...) -> R: ...
-
-
-class AwaitableDDL:
-    """A mixin: ``create_async`` and ``drop_async``, the class's ``create`` and ``drop`` awaited."""
-
-    async def create_async(
-        self: _CreatesAndDrops[T], bind: AsyncBind, *, checkfirst: bool = False
-    ) -> T:
-        """Awaitable :meth:`create`: an AsyncEngine commits, an AsyncConnection joins.
-
-        Example: ``await invoice_id.create_async(async_engine, checkfirst=True)``
-        """
-        return await on_connection(bind, "create", self.create, checkfirst=checkfirst)
-
-    async def drop_async(
-        self: _CreatesAndDrops[T], bind: AsyncBind, *, checkfirst: bool = False
-    ) -> T:
-        """Awaitable :meth:`drop`: an AsyncEngine commits, an AsyncConnection joins.
-
-        Example: ``await invoice_id.drop_async(async_engine, checkfirst=True)``
-        """
-        return await on_connection(bind, "drop", self.drop, checkfirst=checkfirst)
 
 
 @contextlib.contextmanager

@@ -145,7 +145,7 @@ def describe(exc: BaseException) -> str:
 
 
 def _lock_timeout_error(
-    exc: sa.exc.DBAPIError, setting: str, what: str, outcome: str, callers: bool
+    setting: str, what: str, outcome: str, callers: bool
 ) -> SequenceLockTimeoutError:
     whose = (
         " This happened in the caller's transaction, which is the caller's to roll back "
@@ -173,7 +173,7 @@ def error_in_callers_transaction(
     """
     setting = lock_timeout_setting(exc)
     if setting is not None:
-        return _lock_timeout_error(exc, setting, what, outcome, callers=True)
+        return _lock_timeout_error(setting, what, outcome, callers=True)
     if is_transient(exc):
         advice = (
             "a deadlock, serialization failure or lost connection ends the transaction "
@@ -196,7 +196,7 @@ def error_not_retried(
     """
     setting = lock_timeout_setting(exc)
     if setting is not None and isinstance(exc, sa.exc.DBAPIError):
-        return _lock_timeout_error(exc, setting, what, outcome, callers=False)
+        return _lock_timeout_error(setting, what, outcome, callers=False)
     return SequenceAllocationError(
         f"{what} failed ({describe(exc)}); {outcome}. Fix what the database error (the "
         "cause) names, then try again; in a transaction, roll it back first"
@@ -279,7 +279,7 @@ def retrying(
         except sa.exc.DBAPIError as exc:
             setting = lock_timeout_setting(exc)
             if setting is not None:
-                raise _lock_timeout_error(exc, setting, what, outcome, callers=False) from exc
+                raise _lock_timeout_error(setting, what, outcome, callers=False) from exc
             if not is_transient(exc):
                 raise SequenceAllocationError(
                     f"{what} failed ({describe(exc)}); {outcome}. Fix what the database "
