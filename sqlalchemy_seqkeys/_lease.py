@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypeGuard, TypeVar
 
-__all__ = ["Lease", "Minter", "is_lease"]
+from .errors import ClockSkewError
+
+__all__ = ["Lease", "Minter", "floor_error", "is_lease"]
 
 M = TypeVar("M", bound="Minter")
 
@@ -76,3 +78,19 @@ class Lease(Protocol):
 def is_lease(obj: object) -> TypeGuard[Lease]:
     """True if ``obj`` is a lease (looked up on its type: no property of it runs)."""
     return callable(getattr(type(obj), "bind_minter", None))
+
+
+def floor_error(worker_id: int, ahead_ms: int, max_wait: float, lease_kind: str) -> ClockSkewError:
+    """The clock stayed behind the previous holder's ids for all of ``max_wait``.
+
+    :param worker_id: the worker id the lease holds.
+    :param ahead_ms: how far the previous holder's ids reach past this clock.
+    :param max_wait: the seconds waited.
+    :param lease_kind: the lease's class name, for the fix the message gives.
+    """
+    return ClockSkewError(
+        f"worker id {worker_id} was last used by a process whose ids reach {ahead_ms} ms "
+        "past this host's clock (its clock ran ahead, or this one is behind); waited "
+        f"max_wait={max_wait:g} s for this clock to pass them. Fix the clocks (NTP), or "
+        f"raise {lease_kind}(max_wait=...)"
+    )

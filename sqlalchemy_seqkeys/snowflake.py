@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING
 from . import _fork
 from ._enum import ChoiceEnum
 from ._layout_presets import UNIX_EPOCH
-from ._lease import Lease, is_lease
+from ._lease import Lease, floor_error, is_lease
 from ._validate import check_int, check_seconds, checked_clock
 from .errors import (
     ClockMovedBackwardsError,
-    ClockSkewError,
     ForkedWorkerError,
     InvalidSnowflakeError,
     WorkerIdNotBoundError,
@@ -557,7 +556,8 @@ class _Sequence:
         ticks = self._ticks
         if now <= self._floor:
             if deadline and time.monotonic() >= deadline:
-                raise _floor_error(lease, ticks.last_ms(self._floor), t)
+                ahead_ms = ticks.last_ms(self._floor) - t // 1_000_000
+                raise floor_error(lease.worker_id, ahead_ms, lease.max_wait, type(lease).__name__)
             ahead_s = (ticks.start_ns(self._floor + 1) - t) / 1e9
             raise _Wait(min(ahead_s, 0.05), floor=True)
         if now > ticks.before_ms(lease.mark_ms):
@@ -571,18 +571,6 @@ def _before_epoch(layout: SnowflakeLayout, t: int) -> InvalidSnowflakeError:
         f"the layout's epoch {layout.epoch.isoformat()} is ahead of the clock "
         f"({now.isoformat()}): ids count ticks from the epoch and none exists before it. "
         "Give the layout an epoch in the past (the day of the first id), or check the clock"
-    )
-
-
-def _floor_error(lease: Lease, floor_ms: int, t: int) -> ClockSkewError:
-    # The previous holder of the worker id minted up to ``floor_ms`` on its
-    # clock; this one stayed behind it for the whole of max_wait.
-    ahead_ms = floor_ms - t // 1_000_000
-    return ClockSkewError(
-        f"worker id {lease.worker_id} was last used by a process whose ids reach "
-        f"{ahead_ms} ms past this host's clock (its clock ran ahead, or this one "
-        f"is behind); waited {lease.max_wait:g} s for this clock to pass them. Fix "
-        "the clocks (NTP), or raise WorkerLease(max_wait=...)"
     )
 
 

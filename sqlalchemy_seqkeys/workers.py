@@ -30,7 +30,7 @@ from sqlalchemy.sql.expression import FunctionElement
 from . import _fork
 from ._background import GreenletLock, Periodic, StartTask, periodic, retrieve_error, within
 from ._dialect import facts, insert_ignoring_conflict
-from ._lease import Lease, Minter
+from ._lease import Lease, Minter, floor_error
 from ._validate import (
     check_flag,
     check_instance,
@@ -799,12 +799,7 @@ class WorkerLease(_HeldWorkerId):
         deadline = time.monotonic() + self.max_wait
         while (ahead := self._floor_ms - self._now_ns() // 1_000_000) >= 0:
             if time.monotonic() >= deadline:
-                raise ClockSkewError(
-                    f"worker id {self._worker_id} was last used by a process whose ids reach "
-                    f"{ahead} ms past this host's clock (its clock ran ahead, or this one is "
-                    f"behind); waited max_wait={self.max_wait:g} s for this clock to pass them. "
-                    f"Fix the clocks (NTP), or raise {self._kind}(max_wait=...)"
-                )
+                raise floor_error(self.worker_id, ahead, self.max_wait, self._kind)
             self._sleep(min((ahead + 1) / 1000, 0.05))
 
     def _started_or_implicit(self) -> None:
