@@ -11,10 +11,11 @@ User guide: docs/strategies/table-sequences.md.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import unicodedata
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any, NoReturn, TypeVar
 
@@ -536,11 +537,8 @@ def read_next_value(conn: sa.Connection, name: str, *, table: str = DEFAULT_TABL
         with engine.connect() as conn:
             read_next_value(conn, "invoice_id")
     """
-    try:
+    with naming_missing_table(conn, table):
         value = conn.execute(_read_statement(table), {"seq_name": name}).scalar()
-    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        raise_if_table_missing(conn, table, exc)  # SequencesTableNotFoundError
-        raise
     return None if value is None else int(value)
 
 
@@ -569,11 +567,8 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
     params: dict[str, object] = {"seq_name": name, "n": n, "ceiling": MAX_VALUE - n}
     # a name the engine would cut short could be another table's (cached, no I/O)
     check_identifier(conn.dialect, table, "sequences table name", InvalidSequenceError)
-    try:
+    with naming_missing_table(conn, table):
         check_exact_names(conn, table)
-    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        raise_if_table_missing(conn, table, exc)
-        raise
     allocator: _Allocator
     if facts(conn.dialect).allocates_with_last_insert_id:
         allocator = _by_last_insert_id
@@ -581,11 +576,8 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
         allocator = _by_returning
     else:
         allocator = _by_compare_and_swap
-    try:
+    with naming_missing_table(conn, table):
         new_next = allocator(conn, table, params)
-    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        raise_if_table_missing(conn, table, exc)
-        raise
     if new_next is None:
         raise_missing_or_exhausted(conn, name, n, table)
     return new_next - n
@@ -609,6 +601,16 @@ def raise_missing_or_exhausted(conn: sa.Connection, name: str, n: int, table: st
 #: what the engines say when a table does not exist (PostgreSQL 42P01, MySQL
 #: 1146, SQLite, Spanner): only then is the sequences table worth looking for
 _NO_TABLE_HINTS = ("does not exist", "doesn't exist", "no such table", "not found", "42p01")
+
+
+@contextlib.contextmanager
+def naming_missing_table(conn: sa.Connection, table: str) -> Iterator[None]:
+    """The block's error as SequencesTableNotFoundError where ``table`` does not exist."""
+    try:
+        yield
+    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
+        raise_if_table_missing(conn, table, exc)
+        raise
 
 
 def raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> None:
@@ -675,8 +677,9 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: 
     statement = insert_ignoring_conflict(conn.dialect, table_clause(table), ["name"])
     statement = statement.execution_options(preserve_rowcount=True)
     try:
-        check_exact_names(conn, table)
-        created = conn.execute(statement, {"name": name, "next_value": start}).rowcount == 1
+        with naming_missing_table(conn, table):
+            check_exact_names(conn, table)
+            created = conn.execute(statement, {"name": name, "next_value": start}).rowcount == 1
     except sa.exc.IntegrityError:
         if ignores_conflicts(conn.dialect):
             # That INSERT skips an existing row, so this is another error, never "the
@@ -685,9 +688,6 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: 
             # nothing needed doing when nothing was done.
             raise
         created = False  # engines without an insert-if-absent form
-    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        raise_if_table_missing(conn, table, exc)
-        raise
     if created:
         forget_row(conn, table, name)
     if not created and not checkfirst:
@@ -732,11 +732,8 @@ def drop_table_sequence(
 def _drop(conn: sa.Connection, name: str, table: str, checkfirst: bool) -> bool:
     t = table_clause(table)
     statement = sa.delete(t).where(t.c.name == sa.bindparam("name"))
-    try:
+    with naming_missing_table(conn, table):
         result = conn.execute(statement.execution_options(preserve_rowcount=True), {"name": name})
-    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        raise_if_table_missing(conn, table, exc)
-        raise
     if result.rowcount != 1:
         if checkfirst:
             return False
