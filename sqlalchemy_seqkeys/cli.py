@@ -145,6 +145,7 @@ def _alembic(args: argparse.Namespace) -> int:
 def _resync(args: argparse.Namespace) -> int:
     import sqlalchemy as sa
 
+    from sqlalchemy_seqkeys.doctor import missing_sqlite_file
     from sqlalchemy_seqkeys.errors import SeqKeysError
     from sqlalchemy_seqkeys.sequences.resync import resync_table_sequence
     from sqlalchemy_seqkeys.sequences.table import read_next_value
@@ -154,6 +155,15 @@ def _resync(args: argparse.Namespace) -> int:
         engine = sa.create_engine(args.url)
     except (sa.exc.ArgumentError, ImportError) as exc:
         print(f"seqkeys: cannot use --url: {exc}", file=sys.stderr)
+        return 2
+    missing = missing_sqlite_file(engine.url)
+    if missing is not None:  # connecting would create it, empty: as doctor, refuse
+        engine.dispose()
+        print(
+            f"seqkeys: cannot use --url: the SQLite database file {missing} does not exist "
+            "(connecting would create an empty one); check the path",
+            file=sys.stderr,
+        )
         return 2
     try:
         with engine.begin() as conn:

@@ -1127,7 +1127,7 @@ def load_metadata(spec: str) -> sa.MetaData:
     )
 
 
-def _missing_sqlite_file(url: sa.URL) -> str | None:
+def missing_sqlite_file(url: sa.URL) -> str | None:
     """The path of a SQLite URL's database file that does not exist; None: it exists, or
     the URL is not SQLite's, or names an in-memory database."""
     import os
@@ -1158,7 +1158,7 @@ def run_command(url: str, models: str, *, as_json: bool = False) -> int:
     except (sa.exc.ArgumentError, ImportError) as exc:
         print(f"seqkeys doctor: cannot use --url: {exc}", file=sys.stderr)
         return 2
-    missing = _missing_sqlite_file(engine.url)
+    missing = missing_sqlite_file(engine.url)
     if missing is not None:  # connecting would create it: doctor changes nothing
         engine.dispose()
         print(

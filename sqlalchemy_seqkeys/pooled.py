@@ -53,6 +53,8 @@ from sqlalchemy_seqkeys.sequences._contract import (
 from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
 from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE, TableSequence
 from sqlalchemy_seqkeys.sequences.resync import (
+    check_integer_key,
+    check_integer_type,
     check_resync_arguments,
     check_resync_bind,
     check_source_names,
@@ -516,7 +518,8 @@ def resync_pooled_sequence(
     give it one: in AUTOCOMMIT the lock ends with its statement). Raises
     :class:`~sqlalchemy_seqkeys.SequenceNotFoundError` without the sequence,
     :class:`~sqlalchemy_seqkeys.SequenceExhaustedError` when the column holds
-    2**63 - 1.
+    2**63 - 1, :class:`~sqlalchemy_seqkeys.InvalidSequenceError` when the
+    column is not of an integer type (or, untyped, its maximum is not an integer).
 
     :param bind: an Engine (a transaction of its own, committed) or a
         Connection (joins its transaction).
@@ -581,6 +584,14 @@ def _resync(
             f"PooledSequence({name!r}, batch_size=BATCH_SIZE).create(engine) or "
             f"op.create_pooled_sequence({name!r}, BATCH_SIZE)"
         )
+    keys = data_table(table, column, schema)
+    try:
+        if not check_integer_type(conn, keys, name):  # untold: read the keys first
+            largest = conn.execute(sa.select(sa.func.max(keys.c[column]))).scalar()
+            check_integer_key(largest, keys, name)
+    except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
+        raise_if_source_missing(conn, sa.select(keys), name, exc)  # InvalidSequenceError
+        raise
     translate = conn.get_execution_options().get("schema_translate_map")
     *first, move = resync_pooled_statements(
         conn.dialect,
@@ -596,13 +607,13 @@ def _resync(
             conn.execute(statement)
         value = conn.execute(move).scalar()
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
-        source = sa.select(data_table(table, column, schema))
-        raise_if_source_missing(conn, source, name, exc)  # InvalidSequenceError
+        raise_if_source_missing(conn, sa.select(keys), name, exc)  # InvalidSequenceError
         raise
     if value is not None:
         return int(value)
     highest = conn.execute(sa.select(_highest(table, column, schema).c.m)).scalar()
-    if highest is not None and int(highest) >= MAX_VALUE:
+    check_integer_key(highest, keys, name)
+    if isinstance(highest, int) and highest >= MAX_VALUE:
         raise SequenceExhaustedError(
             f"the largest key in the table is {highest}, the BIGINT maximum: sequence "
             f"{name!r} cannot move past it; nothing was changed"

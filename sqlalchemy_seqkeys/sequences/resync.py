@@ -2,7 +2,8 @@
 
 :func:`resync_table_sequence` is one UPDATE that sets the sequence's ``next_value``
 to ``MAX(column) + 1`` of the table: atomic beside allocations, never backwards.
-It suits plain counters, not a ``BitReversed`` key column.
+It suits plain counters, not a ``BitReversed`` key column, and a column of an
+integer type only (checked by reflection before the UPDATE).
 
 User guide: docs/strategies/table-sequences.md (restores and imports).
 """
@@ -81,6 +82,62 @@ def raise_if_source_missing(
         f"{missing} to resync sequence {name!r} with; nothing was changed. Name the "
         "table (and schema) that holds the keys and its key column"
     ) from exc
+
+
+def _where(source: sa.Table) -> str:
+    return f"{source.schema}.{source.name}" if source.schema else source.name
+
+
+def _refuse_keys(source: sa.Table, name: str, what: str) -> InvalidSequenceError:
+    column = next(iter(source.c)).name
+    return InvalidSequenceError(
+        f"column {column!r} of table {_where(source)!r} {what}: sequence {name!r} can only "
+        "be resynced from a column of integer keys (it moves to MAX + 1); nothing was "
+        "changed. Name the table's integer key column"
+    )
+
+
+def check_integer_type(conn: sa.Connection, source: sa.Table, name: str) -> bool:
+    """Refuse a key column whose real (reflected) type is not an integer type.
+
+    ``source`` is :func:`data_table`'s one-column Table. True: an integer type;
+    False: reflection cannot tell (no such table or column, for the statement
+    to report; a type the dialect does not know, as SQLite's untyped column),
+    so each value read must be checked. Reflects on ``conn``, in its
+    transaction, under its schema_translate_map; not a hot path.
+    """
+    column = next(iter(source.c)).name
+    try:
+        found = sa.inspect(conn).get_columns(source.name, schema=conn.schema_for_object(source))
+    except sa.exc.NoSuchTableError:
+        return False
+    exact = [c for c in found if c["name"] == column]
+    folded = [c for c in found if str(c["name"]).casefold() == column.casefold()]
+    matches = exact or folded
+    if len(matches) != 1:
+        return False
+    key_type = matches[0]["type"]
+    if isinstance(key_type, sa.types.NullType):
+        return False
+    if isinstance(key_type, sa.Integer):
+        return True
+    try:
+        shown = key_type.compile(dialect=conn.dialect)
+    except Exception:  # only the message needs it
+        shown = type(key_type).__name__
+    raise _refuse_keys(source, name, f"is {shown}, not an integer type")
+
+
+def check_integer_key(value: object, source: sa.Table, name: str) -> None:
+    """Refuse a ``MAX(column)`` read back that is not an integer (None: no rows, passes).
+
+    For a column whose type :func:`check_integer_type` could not tell: SQLite
+    compares text above every number, so a text MAX would otherwise read as a
+    sequence already past the table's keys.
+    """
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return
+    raise _refuse_keys(source, name, f"holds {value!r}, not an integer")
 
 
 def data_table(table: str | sa.Table, column: str, schema: str | None) -> sa.Table:
@@ -193,7 +250,10 @@ def resync_table_sequence(
     Connection it joins that connection's transaction. Raises
     :class:`~sqlalchemy_seqkeys.SequenceNotFoundError` without the sequence's
     row, :class:`~sqlalchemy_seqkeys.SequenceExhaustedError` when the
-    column's maximum is 2**63 - 1.
+    column's maximum is 2**63 - 1, and
+    :class:`~sqlalchemy_seqkeys.InvalidSequenceError` when the column's real
+    (reflected) type is not an integer type, or its maximum is not an integer
+    (SQLite's untyped column), changing nothing.
 
     :param bind: an Engine (a transaction of its own, committed) or a
         Connection (joins its transaction).
@@ -248,8 +308,14 @@ def _resync(
     name: str,
     table: str,
 ) -> int:
+    source = highest.get_final_froms()[0]
+    assert isinstance(source, sa.Table)
     try:
         check_exact_names(conn, table)
+        if not check_integer_type(conn, source, name):
+            # a type reflection cannot tell (SQLite's untyped column): read the
+            # keys first, so that a real 2.5 never moves the sequence to 3.5
+            check_integer_key(conn.execute(highest).scalar(), source, name)
         moved = conn.execute(update).rowcount == 1
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
         raise_if_table_missing(conn, table, exc)
@@ -261,7 +327,8 @@ def _resync(
     assert current is not None
     if not moved:
         largest = conn.execute(highest).scalar()
-        if largest is not None and int(largest) >= MAX_VALUE:  # type: ignore[call-overload]
+        check_integer_key(largest, source, name)
+        if isinstance(largest, int) and largest >= MAX_VALUE:
             raise SequenceExhaustedError(
                 f"the largest key in the table is {largest}, the BIGINT maximum: sequence "
                 f"{name!r} cannot move past it; nothing was changed"
