@@ -28,6 +28,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import FunctionElement
 
 from . import _fork
+from ._aio import pause
 from ._background import GreenletLock, Periodic, StartTask, periodic, retrieve_error, within
 from ._dialect import facts, insert_ignoring_conflict
 from ._lease import Lease, Minter, floor_error
@@ -723,10 +724,9 @@ class WorkerLease(_HeldWorkerId):
         self._mark_ms = 0
         self._floor_ms = 0
         # What an AsyncWorkerLease replaces (see its start): the lock around
-        # the row's writes, the sleep, the name in messages, how a generator
+        # the row's writes, how a write waited for runs, the name in messages, how a generator
         # extends the mark.
         self._renew_lock: threading.Lock | GreenletLock = threading.Lock()
-        self._sleep: Callable[[float], None] = time.sleep
         #: None: a write of the row waited for a bounded time runs on a thread; else as a task
         self._start_task: StartTask | None = None
         self._kind = "WorkerLease"
@@ -800,7 +800,7 @@ class WorkerLease(_HeldWorkerId):
         while (ahead := self._floor_ms - self._now_ns() // 1_000_000) >= 0:
             if time.monotonic() >= deadline:
                 raise floor_error(self.worker_id, ahead, self.max_wait, self._kind)
-            self._sleep(min((ahead + 1) / 1000, 0.05))
+            pause(min((ahead + 1) / 1000, 0.05))  # awaited inside the greenlet
 
     def _started_or_implicit(self) -> None:
         # The 0.x behaviour: a lease claimed when it was created (never an async one).
@@ -1146,7 +1146,6 @@ class AsyncWorkerLease:
         self._db, self._own_db = _twin(self.engine)
         sync.engine = self._db.sync_engine
         sync._renew_lock = GreenletLock()
-        sync._sleep = _greenlet_sleep
         sync._start_task = self._detach
         try:
             await greenlet_spawn(sync._claim)
@@ -1324,15 +1323,6 @@ def _try_renew(lease: WorkerLease, until_ms: int) -> None:
     # An extension started from a coroutine: the renewal job retries anyway.
     with contextlib.suppress(Exception):
         lease._renew_once(until_ms)
-
-
-def _greenlet_sleep(seconds: float) -> None:
-    # Inside SQLAlchemy's greenlet: the loop runs on while this waits.
-    import asyncio
-
-    from ._aio import await_
-
-    await_(asyncio.sleep(seconds))
 
 
 #: extensions started from coroutines (asyncio keeps only weak references to tasks)

@@ -41,7 +41,6 @@ __all__ = [
     "check_in_greenlet",
     "lane_for",
     "shares_one_connection",
-    "sleep",
     "twin_engine",
     "wait",
 ]
@@ -80,13 +79,6 @@ def twin_engine(engine: sa.Engine) -> sa.Engine:
     settings = {name: getattr(engine, name) for name in ("logging_name", "echo", "hide_parameters")}
     pool = without_overflow_limit(engine.pool.recreate())
     return sa.engine.Engine(pool, engine.dialect, engine.url, **settings)
-
-
-def sleep(seconds: float) -> None:
-    """Sleep inside the greenlet without blocking the loop (a retry's backoff)."""
-    import asyncio
-
-    await_(asyncio.sleep(seconds))
 
 
 def wait(task: asyncio.Task[Any], timeout: float | None = None) -> bool:

@@ -10,11 +10,11 @@ Design: docs/architecture.md.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import sqlalchemy as sa
 
+from sqlalchemy_seqkeys._aio import pause
 from sqlalchemy_seqkeys._dialect import facts
 from sqlalchemy_seqkeys.errors import SequenceMovedBackwardsError
 
@@ -131,7 +131,7 @@ class RowAllocations:
         first = retrying(
             attempt,
             what=self._what(n),
-            sleep=_lane.sleep if engine.dialect.is_async else time.sleep,
+            sleep=pause,
         )
         if floor is not None and first <= floor:
             raise SequenceMovedBackwardsError(

@@ -10,16 +10,16 @@ User guide: docs/strategies/table-sequences.md (restores and imports).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import sqlalchemy as sa
 
+from sqlalchemy_seqkeys._aio import pause
 from sqlalchemy_seqkeys._dialect import check_identifier
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
 from sqlalchemy_seqkeys.errors import InvalidSequenceError, SequenceExhaustedError
 
-from . import _aio, _lane
+from . import _aio
 from ._retry import error_in_callers_transaction, retrying
 from .table import (
     DEFAULT_TABLE,
@@ -281,8 +281,7 @@ def resync_table_sequence(
         # A transaction of its own: a deadlock (MariaDB's MAX subquery share-locks
         # the data table's last keys, and an in_transaction insert may wait on
         # them) runs again; the UPDATE is idempotent, never backwards.
-        sleep = _lane.sleep if engine.dialect.is_async else time.sleep
-        return retrying(attempt, what=what, outcome=outcome, sleep=sleep)
+        return retrying(attempt, what=what, outcome=outcome, sleep=pause)
     try:
         return _resync(bind, update, highest, name, sequences_table)
     except sa.exc.DBAPIError as exc:
