@@ -88,7 +88,7 @@ def _new_marker() -> _Marker:
 
 #: this process's token; 0 in a forked child until it has reset every object
 #: it inherited (read through the module: tests swap it for a _PidMarker)
-_marker = _new_marker()
+marker_word = _new_marker()
 _live: weakref.WeakSet[_ForkAware] = weakref.WeakSet()
 #: pid -> the lock under which that process resets the objects it inherited
 _child_guards: dict[int, threading.Lock] = {}
@@ -100,7 +100,7 @@ def marker() -> _Marker:
     A hot path keeps it and compares ``marker()[0]`` with its token, one load
     per call instead of a system call.
     """
-    return _marker
+    return marker_word
 
 
 def register(obj: _ForkAware) -> None:
@@ -130,7 +130,7 @@ def process_token() -> int:
     """A number naming this process: drawn anew in every forked child.
 
     Never one an ancestor drew, so state stamped with a parent's token never
-    matches a child's. ``_marker[0]`` reads it too, in one load: what
+    matches a child's. ``marker_word[0]`` reads it too, in one load: what
     snowflake generators compare on each mint.
 
     Example::
@@ -139,7 +139,7 @@ def process_token() -> int:
         >>> _fork.process_token() == _fork.process_token()
         True
     """
-    if not _marker[0]:
+    if not marker_word[0]:
         forked()
     return _token
 
@@ -167,7 +167,7 @@ def _reset_inherited() -> None:
     for obj in list(_live):
         obj._after_fork_in_child()
     # Last: a thread that sees the token must see every object already reset.
-    _marker[0] = _token
+    marker_word[0] = _token
 
 
 def forked() -> bool:
@@ -184,13 +184,13 @@ def forked() -> bool:
         >>> _fork.forked()
         False
     """
-    if _marker[0]:
+    if marker_word[0]:
         return False
     # No hook ran (libc fork). Threads the child started may race here: one
     # guard per process lets one of them reset the objects while the others
     # wait (dict.setdefault is atomic under the GIL).
     with _child_guards.setdefault(os.getpid(), threading.Lock()):
-        if _marker[0]:
+        if marker_word[0]:
             return False
         _reset_inherited()
     return True

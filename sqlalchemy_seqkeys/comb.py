@@ -175,7 +175,7 @@ class _MonotonicSource:
 
     def next(self) -> tuple[int, int]:
         """Return the next pair; the pair is larger than every earlier one."""
-        if not _fork._marker[0]:  # inline: the common case is one word read
+        if not _fork.marker_word[0]:  # inline: the common case is one word read
             _fork.forked()
         now_ms = self._clock_ns() // 1_000_000
         with self._lock:
@@ -189,7 +189,7 @@ class _MonotonicSource:
         keys, taken at its first row. Other threads' pairs may fall between two
         chunks; every pair is still larger than every earlier one.
         """
-        if not _fork._marker[0]:
+        if not _fork.marker_word[0]:
             _fork.forked()
         now_ms = self._clock_ns() // 1_000_000
         step = self._step

@@ -101,7 +101,7 @@ class _Uuid7Generator:
         """The next value: larger than every value this generator minted before."""
         # Before the lock, which a libc-forked child may have inherited held.
         # Read through the module: tests swap the marker.
-        if not _fork._marker[0]:
+        if not _fork.marker_word[0]:
             _fork.forked()
         # The clock is read under the lock: a reading older than another
         # thread's value would look like a clock stepping back (and be held).
@@ -118,7 +118,7 @@ class _Uuid7Generator:
         One fork check, and the lock once per ``_MANY_CHUNK`` values; other
         threads' values may fall between two chunks.
         """
-        if not _fork._marker[0]:
+        if not _fork.marker_word[0]:
             _fork.forked()
         values: list[int] = []
         step = self._step

@@ -52,14 +52,14 @@ def libc_fork_when_quiet(settle: float = 0.05) -> int:
 def fork_marker(request: pytest.FixtureRequest) -> Iterator[str]:
     """Each way of noticing a child: the Linux page, and the os.getpid() fallback."""
     if request.param == "pid":
-        saved = fork_module._marker
-        fork_module._marker = fork_module._PidMarker()
+        saved = fork_module.marker_word
+        fork_module.marker_word = fork_module._PidMarker()
         try:
             yield request.param
         finally:
-            fork_module._marker = saved
+            fork_module.marker_word = saved
     else:
-        if isinstance(fork_module._marker, fork_module._PidMarker):
+        if isinstance(fork_module.marker_word, fork_module._PidMarker):
             pytest.skip("no MADV_WIPEONFORK here: the pid check is the one in use")
         yield request.param
 

@@ -248,16 +248,16 @@ def test_a_forked_child_sees_a_new_process_token() -> None:
     from sqlalchemy_seqkeys import _fork
 
     if sys.platform.startswith("linux"):
-        assert isinstance(_fork._marker, memoryview)  # the MADV_WIPEONFORK word
+        assert isinstance(_fork.marker_word, memoryview)  # the MADV_WIPEONFORK word
     token = _fork.process_token()
-    assert _fork._marker[0] == _fork.process_token() == token
+    assert _fork.marker_word[0] == _fork.process_token() == token
     libc_fork = ctypes.PyDLL(None).fork
     read_fd, write_fd = os.pipe()
     pid = libc_fork()
     if pid == 0:  # pragma: no cover - runs in the child
         try:
-            seen = _fork._marker[0]
-            os.write(write_fd, f"{seen} {_fork.process_token()} {_fork._marker[0]}".encode())
+            seen = _fork.marker_word[0]
+            os.write(write_fd, f"{seen} {_fork.process_token()} {_fork.marker_word[0]}".encode())
         finally:
             os._exit(0)
     os.close(write_fd)

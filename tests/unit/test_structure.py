@@ -92,3 +92,53 @@ def test_no_class_over_300_lines_and_no_function_over_100() -> None:
                 where = f"{path.relative_to(PACKAGE)}:{node.lineno}"
                 too_long.append(f"{where} {node.name}: {lines} lines (at most {limit})")
     assert not too_long, "split these by what they do:\n" + "\n".join(too_long)
+
+
+#: _columns' lookups of a strategy's names in sys.modules: ``_loaded("comb", "name")``
+BY_STRING = ("_loaded", "_instance")
+
+
+def _names_read_from(tree: ast.Module, modules: set[str], package: str) -> list[tuple[int, str]]:
+    """(line, "module._name") for each underscore name ``tree`` takes from another module."""
+    aliases: dict[str, str] = {}  # a local name -> the package module it stands for
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            if base not in modules:
+                continue
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules:  # a module, private or not
+                    aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
+                elif alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append((node.lineno, f"{base}.{alias.name}"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in BY_STRING:
+            module, name = (getattr(a, "value", "") for a in node.args[-2:])
+            if isinstance(name, str) and name.startswith("_"):
+                found.append((node.lineno, f"sqlalchemy_seqkeys.{module}.{name}"))
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            found.append((node.lineno, f"{aliases[node.value.id]}.{node.attr}"))
+    return found
+
+
+def test_no_module_reads_another_modules_underscore_names() -> None:
+    modules = _modules()
+    read = []
+    for name, (path, tree) in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for line, what in _names_read_from(tree, set(modules), package):
+            read.append(f"{path.relative_to(PACKAGE)}:{line} reads {what}")
+    assert not read, (
+        "give these a name without the underscore in the module that defines them "
+        "(public in the package, left out of __all__):\n" + "\n".join(read)
+    )
