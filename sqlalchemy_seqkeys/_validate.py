@@ -66,6 +66,10 @@ _UUID_TEXT = re.compile(
 )
 
 
+_new_object, _set_attribute = object.__new__, object.__setattr__
+_UUID, _SAFE_UNKNOWN = uuid.UUID, uuid.SafeUUID.unknown
+
+
 def parse_uuid(value: object) -> uuid.UUID | None:
     """``value`` if it is a ``uuid.UUID``, the UUID its text spells if it is a str; else None.
 
@@ -85,6 +89,21 @@ def parse_uuid(value: object) -> uuid.UUID | None:
     if isinstance(value, uuid.UUID):
         return value
     if isinstance(value, str):
+        # The canonical form, as a database hands it back, without the pattern:
+        # ASCII letters and digits only (int() would read "_", "+", spaces and
+        # other scripts' digits), and int() refuses the letters past "f".
+        if len(value) == 36 and value[8] == value[13] == value[18] == value[23] == "-":
+            digits = value.replace("-", "")
+            if len(digits) != 32 or not digits.isascii() or not digits.isalnum():
+                return None
+            try:
+                number = int(digits, 16)
+            except ValueError:
+                return None
+            guid: uuid.UUID = _new_object(_UUID)  # uuid.UUID(int=...) checks what we know
+            _set_attribute(guid, "int", number)
+            _set_attribute(guid, "is_safe", _SAFE_UNKNOWN)
+            return guid
         match = _UUID_TEXT.fullmatch(value)
         if match is None:
             return None
