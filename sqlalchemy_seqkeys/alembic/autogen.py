@@ -3,16 +3,19 @@
 With the plugin named in ``autogenerate_plugins``, :func:`compare_seqkeys` proposes missing
 sequences and worker-lease tables (as their own operations, not ``op.create_table``),
 table-sequence rows and bit-reversed sequences, and the upgrades of tables older versions
-made; objects that exist are left alone, so a second run finds nothing. :func:`render_item`
-renders shard columns and ``server_uuid7()``/``server_uuid()`` defaults as themselves, and
-such a default matches the one the server reports, so ``compare_server_default`` finds no
-change.
+made; objects that exist are left alone, so a second run finds nothing. A sequences table the
+declared sequences use is never proposed for dropping, declared or not, and a new sequence
+that is the default of a column of a table the database has is followed by its resync.
+:func:`render_item` renders shard columns and ``server_uuid7()``/``server_uuid()`` defaults
+as themselves, and such a default matches the one the server reports, so
+``compare_server_default`` finds no change.
 
 User guide: docs/alembic.md.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -23,7 +26,7 @@ from alembic.operations import ops
 from alembic.util import PriorityDispatchResult
 
 from sqlalchemy_seqkeys._compat import declared_callable
-from sqlalchemy_seqkeys._dialect import has_sequences
+from sqlalchemy_seqkeys._dialect import has_sequences, incrementing_sequences
 from sqlalchemy_seqkeys.alembic.ops import (
     CreateBitReversedSequenceOp,
     CreateSequencesTableOp,
@@ -32,10 +35,12 @@ from sqlalchemy_seqkeys.alembic.ops import (
     DropSequencesTableOp,
     DropWorkerLeaseTableOp,
     MakeSequenceNamesCaseSensitiveOp,
+    ResyncTableSequenceOp,
     SeqKeysOp,
     UpgradeWorkerLeaseTableOp,
 )
 from sqlalchemy_seqkeys.bitreverse import BitReversed, BitReversedSequence
+from sqlalchemy_seqkeys.pooled import PooledSequence
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import inexact_collation, read_next_value
 from sqlalchemy_seqkeys.server_keys import ServerUuid
@@ -82,6 +87,25 @@ def declared_objects(metadatas: Iterable[sa.MetaData], info_key: str) -> Iterato
     """
     for metadata in metadatas:
         yield from metadata.info.get(info_key, {}).values()
+        for _, _, found in column_defaults([metadata]):
+            yield found
+
+
+def column_defaults(
+    metadatas: Iterable[sa.MetaData],
+) -> Iterator[tuple[sa.Table, sa.Column[Any], object]]:
+    """Each column's default as declared: ``(table, column, callable or argument)``.
+
+    :param metadatas: the models' ``MetaData`` objects.
+
+    Example::
+
+        >>> md = sa.MetaData()
+        >>> t = sa.Table("t", md, sa.Column("n", sa.Integer, default=7))
+        >>> [(table.name, column.name, found) for table, column, found in column_defaults([md])]
+        [('t', 'n', 7)]
+    """
+    for metadata in metadatas:
         for table in metadata.tables.values():
             for column in table.columns:
                 for found in (
@@ -89,7 +113,73 @@ def declared_objects(metadatas: Iterable[sa.MetaData], info_key: str) -> Iterato
                     getattr(column.default, "arg", None),
                 ):
                     if found is not None:
-                        yield found
+                        yield table, column, found
+
+
+def existing_users(
+    autogen_context: AutogenContext, uses: Callable[[object], bool]
+) -> Iterator[tuple[sa.Table, sa.Column[Any]]]:
+    """The columns whose default ``uses(default)`` accepts, of tables the database has.
+
+    A sequence created for such a column must move past the keys the table
+    holds (after a downgrade dropped it, or a default added to a table with
+    rows), or it hands them out again: autogenerate writes a resync after it.
+
+    :param autogen_context: Alembic's context of the autogenerate run.
+    :param uses: whether a column's declared default is the sequence.
+    """
+    inspector = autogen_context.inspector
+    seen: set[tuple[str | None, str, str]] = set()
+    for table, column, found in column_defaults(metadatas_of(autogen_context)):
+        key = (table.schema, table.name, column.name)
+        if key in seen or not uses(found):
+            continue
+        seen.add(key)
+        if inspector.has_table(table.name, schema=table.schema):
+            yield table, column
+
+
+def sequences_tables_needed(metadatas: list[sa.MetaData], dialect: sa.Dialect) -> set[str]:
+    """The sequences tables that hold the declared sequences' rows on this engine.
+
+    Whether the models declare those tables or not: such a table is never
+    proposed for dropping (:func:`keep_tables`).
+
+    :param metadatas: the models' ``MetaData`` objects.
+    :param dialect: the database's dialect.
+    """
+    table_sequences, bit_reversed = declared_sequences(metadatas)
+    needed = {table for table, _ in table_sequences}
+    if not has_sequences(dialect):
+        needed |= {sequence.table for sequence in bit_reversed.values()}
+    if not incrementing_sequences(dialect):
+        needed |= {
+            found.table
+            for found in declared_objects(metadatas, "seqkeys_pooled")
+            if isinstance(found, PooledSequence)
+        }
+    return needed
+
+
+def keep_tables(upgrade_ops: ops.UpgradeOps, tables: set[str]) -> None:
+    """Remove the proposed drops of ``tables`` (sequences tables the models' sequences use).
+
+    The models need not declare a sequences table to use it (autogenerate
+    proposes it then), so Alembic's comparison takes it for one the models
+    dropped; dropping it, and creating it again at the next run, would hand
+    every key out again.
+
+    :param upgrade_ops: the operations found so far.
+    :param tables: the names of the tables to keep (in the default schema).
+    """
+    upgrade_ops.ops[:] = [
+        op
+        for op in upgrade_ops.ops
+        if not (
+            (isinstance(op, DropSequencesTableOp) and op.name in tables)
+            or (isinstance(op, ops.DropTableOp) and op.schema is None and op.table_name in tables)
+        )
+    ]
 
 
 def row_exists(conn: sa.Connection, existing_tables: set[str], table: str, name: str) -> bool:
@@ -211,6 +301,7 @@ def compare_seqkeys(
     native = has_sequences(dialect)
     table_sequences, bit_reversed = declared_sequences(metadatas)
 
+    keep_tables(upgrade_ops, sequences_tables_needed(metadatas, dialect))
     needed_tables = {table for table, _ in table_sequences}
     if not native:
         needed_tables |= {s.table for s in bit_reversed.values()}
@@ -231,7 +322,14 @@ def compare_seqkeys(
 
     for (table, name), start in sorted(table_sequences.items()):
         if not row_exists(conn, existing, table, name):
-            upgrade_ops.ops.append(CreateTableSequenceOp(name, start, table))
+            create = CreateTableSequenceOp(name, start, table)
+            create.followed_by = tuple(
+                ResyncTableSequenceOp(name, users.name, column.name, users.schema, table)
+                for users, column in existing_users(
+                    autogen_context, functools.partial(_is_table_sequence, key=(table, name))
+                )
+            )
+            upgrade_ops.ops.append(create)
 
     declared_workers = {
         name
@@ -244,18 +342,31 @@ def compare_seqkeys(
             _drop_generic_add_column(upgrade_ops, table, MARK_COLUMN)
             upgrade_ops.ops.append(UpgradeWorkerLeaseTableOp(table))
 
-    sequence_names = set(inspector.get_sequence_names()) if native and bit_reversed else set()
+    sequence_names: dict[str | None, set[str]] = {}
     for name, sequence in sorted(bit_reversed.items()):
-        exists = (
-            name in sequence_names if native else row_exists(conn, existing, sequence.table, name)
-        )
+        if native:
+            if sequence.schema not in sequence_names:
+                found = inspector.get_sequence_names(schema=sequence.schema)
+                sequence_names[sequence.schema] = set(found)
+            exists = name in sequence_names[sequence.schema]
+        else:
+            exists = row_exists(conn, existing, sequence.table, name)
         if not exists:
             upgrade_ops.ops.append(
                 CreateBitReversedSequenceOp(
-                    name, sequence.start_with_counter, sequence.skip_range, sequence.table
+                    name,
+                    sequence.start_with_counter,
+                    sequence.skip_range,
+                    sequence.table,
+                    sequence.schema,
                 )
             )
     return PriorityDispatchResult.CONTINUE
+
+
+def _is_table_sequence(found: object, key: tuple[str, str]) -> bool:
+    """Whether a column default is the plain TableSequence ``(table, name)`` (its keys count)."""
+    return isinstance(found, TableSequence) and (found.table, found.name) == key
 
 
 _Check = Callable[[sa.Column[Any], sa.Column[Any]], bool]
@@ -339,14 +450,18 @@ _SERVER_DEFAULT_CALLS: tuple[tuple[type[Any], str], ...] = (
 )
 
 
-def render_op(autogen_context: AutogenContext, op: SeqKeysOp) -> str:
+def render_op(autogen_context: AutogenContext, op: SeqKeysOp) -> str | list[str]:
     """Alembic's renderer of every seqkeys operation: ``op.create_table_sequence(...)``.
+
+    Then, each line, what :attr:`~.ops.SeqKeysOp.followed_by` holds (a new sequence's resync).
 
     :param autogen_context: Alembic's context; the script's import is added to it.
     :param op: the operation to render.
     """
     autogen_context.imports.add(IMPORT)
-    return op.render()
+    if not op.followed_by:
+        return op.render()
+    return [op.render(), *(then.render() for then in op.followed_by)]
 
 
 def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | bool:

@@ -29,6 +29,7 @@ from sqlalchemy_seqkeys.errors import MigrationError
 from sqlalchemy_seqkeys.sequences.resync import check_source_names, resync_statement
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
+    MAX_VALUE,
     NAME_LENGTH,
     block_holders,
     check_exact_names,
@@ -100,6 +101,9 @@ class SeqKeysOp(MigrateOperation):
     always: ClassVar[tuple[str, ...]] = ()
     #: arguments that ``op.<name>(...)`` takes by keyword only (the last ones)
     keyword_only: ClassVar[tuple[str, ...]] = ()
+    #: what autogenerate writes right after this operation (a new sequence's resync); not
+    #: an argument, and not reversed
+    followed_by: tuple[SeqKeysOp, ...] = ()
 
     def __init_subclass__(
         cls, op_name: str = "", reverses: type[SeqKeysOp] | None = None, **kw: Any
@@ -190,6 +194,14 @@ def _has_table(conn: sa.Connection, name: str, schema: str | None = None) -> boo
     return bool(sa.inspect(conn).has_table(name, schema=schema))
 
 
+def _check_table_name(operations: Operations, table: str, what: str) -> None:
+    """Refuse a table name this engine cannot hold, online and offline (no I/O).
+
+    PostgreSQL would cut a name past 63 bytes, silently: two long names would be one table.
+    """
+    check_identifier(operations.get_context().dialect, table, f"{what} name", MigrationError)
+
+
 def _require_table(conn: sa.Connection | None, table: str, what: str) -> None:
     if conn is not None and not _has_table(conn, table):
         raise MigrationError(
@@ -198,13 +210,41 @@ def _require_table(conn: sa.Connection | None, table: str, what: str) -> None:
         )
 
 
-def require_source(conn: sa.Connection, name: str, table: str, schema: str | None) -> None:
-    """A resync's table to read ``MAX(column)`` from exists."""
+def require_source(
+    conn: sa.Connection, name: str, table: str, column: str, schema: str | None
+) -> None:
+    """A resync's table and column exist, and ``MAX(column)`` leaves a key after it.
+
+    At ``MAX(column)`` = 2**63 - 1 the resync's statements would change nothing, and the
+    sequence would go on handing out keys the table holds: refused, nothing changed.
+    """
+    where = f"{schema}.{table}" if schema else table
     if not _has_table(conn, table, schema):
-        raise MigrationError(f"there is no table {table!r} to resync sequence {name!r} with")
+        raise MigrationError(f"there is no table {where!r} to resync sequence {name!r} with")
+    # read before the query: a failed statement ends PostgreSQL's transaction
+    names = [c["name"] for c in sa.inspect(conn).get_columns(table, schema=schema)]
+    source = sa.Table(table, sa.MetaData(), sa.Column(column), schema=schema)
+    try:
+        largest = conn.execute(sa.select(sa.func.max(source.c[column]))).scalar()
+    except sa.exc.DBAPIError as exc:
+        # the names as reflected (MySQL's reflection doubles a backtick): asked only
+        # where the server refused the column
+        if column in names:
+            raise
+        raise MigrationError(
+            f"table {where!r} has no column {column!r} to resync sequence {name!r} with; "
+            f"nothing was changed. Its columns: {', '.join(names)}"
+        ) from exc
+    if largest is not None and int(largest) >= MAX_VALUE:
+        raise MigrationError(
+            f"the largest {column!r} in table {where!r} is {largest}, the BIGINT maximum: "
+            f"sequence {name!r} cannot move past it, and would hand out keys the table "
+            "holds; nothing was changed"
+        )
 
 
 def _insert_row(operations: Operations, table: str, name: str, start: int) -> None:
+    _check_table_name(operations, table, "sequences table")
     conn = migration_connection(operations)
     _require_table(conn, table, f"sequence {name!r}")
     if conn is not None:
@@ -220,6 +260,7 @@ def _insert_row(operations: Operations, table: str, name: str, start: int) -> No
 
 
 def _delete_row(operations: Operations, table: str, name: str) -> None:
+    _check_table_name(operations, table, "sequences table")
     conn = migration_connection(operations)
     if conn is not None and (
         not _has_table(conn, table) or read_next_value(conn, name, table=table) is None
@@ -346,6 +387,7 @@ class DropWorkerLeaseTableOp(
 
 @implements(CreateSequencesTableOp, CreateWorkerLeaseTableOp)
 def _create_table(operations: Operations, operation: _TableOp) -> None:
+    _check_table_name(operations, operation.name, operation.what)
     conn = migration_connection(operations)
     if conn is not None:
         if _has_table(conn, operation.name):
@@ -359,6 +401,7 @@ def _create_table(operations: Operations, operation: _TableOp) -> None:
 
 @implements(DropSequencesTableOp, DropWorkerLeaseTableOp)
 def _drop_table(operations: Operations, operation: _TableOp) -> None:
+    _check_table_name(operations, operation.name, operation.what)
     conn = migration_connection(operations)
     if conn is not None and not _has_table(conn, operation.name):
         raise MigrationError(f"there is no {operation.what} {operation.name!r} to drop")
@@ -485,9 +528,11 @@ class _BitReversedOp(SequenceOp):
     start_with_counter: int = 1
     skip_range: SkipRange | None = None
     table: str = DEFAULT_TABLE
+    schema: str | None = None
     sequence: BitReversedSequence = field(init=False, repr=False)
 
     always = ("start_with_counter",)
+    keyword_only = ("schema",)
     native = has_sequences
     first_value = "start_with_counter"
 
@@ -499,6 +544,8 @@ class _BitReversedOp(SequenceOp):
         start_with_counter: int = 1,
         skip_range: SkipRange | None = None,
         table: str = DEFAULT_TABLE,
+        *,
+        schema: str | None = None,
     ) -> None:
         """``op.create_bit_reversed_sequence(name, ...)`` and ``op.drop_bit_reversed_sequence``.
 
@@ -507,8 +554,9 @@ class _BitReversedOp(SequenceOp):
             first value.
         :param skip_range: ``(low, high)``: values never handed out (inclusive); None: none.
         :param table: the sequences table where the engine has no sequences.
+        :param schema: the native sequence's schema; None: the default one.
         """
-        operations.invoke(cls(name, start_with_counter, skip_range, table))
+        operations.invoke(cls(name, start_with_counter, skip_range, table, schema))
 
     def __post_init__(self) -> None:
         # validates like the column default does, with the same messages
@@ -516,6 +564,7 @@ class _BitReversedOp(SequenceOp):
             self.name,
             start_with_counter=self.start_with_counter,
             skip_range=self.skip_range,
+            schema=self.schema,
             table=self.table,
         )
         self.skip_range = self.sequence.skip_range
@@ -529,6 +578,7 @@ class CreateBitReversedSequenceOp(_BitReversedOp, op_name="create_bit_reversed_s
     Example::
 
         op.create_bit_reversed_sequence("order_id", start_with_counter=1, skip_range=(1, 5000))
+        op.create_bit_reversed_sequence("account_id", schema="billing")  # a native sequence's
     """
 
 
@@ -600,6 +650,7 @@ class MakeSequenceNamesCaseInsensitiveOp(
 
 def _alter_name_column(operations: Operations, table: str, exact: bool) -> bool:
     """ALTER the name column on MySQL/MariaDB; False (nothing done) on other engines."""
+    _check_table_name(operations, table, "sequences table")
     conn = migration_connection(operations)
     _require_table(conn, table, "changing how sequence names compare")
     if not facts(operations.get_context().dialect).names_ignore_case:
@@ -657,9 +708,12 @@ class ResyncOp(SeqKeysOp):
 class ResyncTableSequenceOp(ResyncOp, op_name="resync_table_sequence"):
     """Move a table sequence past ``MAX(column)`` of a table, never backwards.
 
-    For a migration that imports rows with their keys. See
-    :func:`~sqlalchemy_seqkeys.resync_table_sequence`. It has no reverse: a
-    sequence is never moved back.
+    For a migration that imports rows with their keys, and after creating a
+    sequence for a table that has rows. See
+    :func:`~sqlalchemy_seqkeys.resync_table_sequence`. Online it refuses
+    (``MigrationError``, nothing changed) a missing table or column, and a
+    ``MAX(column)`` of 2**63 - 1, past which no key is left; offline its UPDATE
+    changes nothing there. It has no reverse: a sequence is never moved back.
 
     Example::
 
@@ -706,8 +760,9 @@ class ResyncTableSequenceOp(ResyncOp, op_name="resync_table_sequence"):
 def _resync_table_sequence(operations: Operations, operation: ResyncTableSequenceOp) -> None:
     source = (operation.table_name, operation.column, operation.schema)
     check_source_names(operations.get_context().dialect, *source)
-    conn = migration_connection(operations)
     table = operation.sequences_table
+    _check_table_name(operations, table, "sequences table")
+    conn = migration_connection(operations)
     _require_table(conn, table, f"resyncing sequence {operation.name!r}")
     if conn is not None:
         check_exact_names(conn, table, MigrationError)
@@ -716,7 +771,7 @@ def _resync_table_sequence(operations: Operations, operation: ResyncTableSequenc
                 f"sequence {operation.name!r} does not exist in table {table!r}; create it "
                 f"with op.create_table_sequence({operation.name!r}) first"
             )
-        require_source(conn, operation.name, operation.table_name, operation.schema)
+        require_source(conn, operation.name, *source)
     operations.execute(operation.statement)
 
 
@@ -788,6 +843,7 @@ def mark_column() -> sa.Column[int]:
 
 def _has_mark(operations: Operations, table: str) -> bool | None:
     """Whether ``table`` has the mark column; None offline, where nothing can be asked."""
+    _check_table_name(operations, table, "worker-lease table")
     conn = migration_connection(operations)
     if conn is None:
         return None

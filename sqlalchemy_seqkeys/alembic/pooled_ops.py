@@ -13,6 +13,7 @@ User guide: docs/strategies/pooled.md.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -24,7 +25,14 @@ from alembic.util import PriorityDispatchResult
 
 from sqlalchemy_seqkeys._dialect import incrementing_sequences
 from sqlalchemy_seqkeys._validate import check_name
-from sqlalchemy_seqkeys.alembic.autogen import declared_objects, metadatas_of, row_exists
+from sqlalchemy_seqkeys.alembic.autogen import (
+    declared_objects,
+    existing_users,
+    keep_tables,
+    metadatas_of,
+    row_exists,
+    sequences_tables_needed,
+)
 from sqlalchemy_seqkeys.alembic.ops import (
     CreateSequencesTableOp,
     ResyncOp,
@@ -132,10 +140,13 @@ implements(DropPooledSequenceOp)(drop_sequence)
 class ResyncPooledSequenceOp(ResyncOp, op_name="resync_pooled_sequence"):
     """Move a pooled sequence to ``MAX(column) + 1`` of a table, never backwards.
 
-    For a migration that imports rows with their keys. See
+    For a migration that imports rows with their keys, and after creating a
+    sequence for a table that has rows. See
     :func:`~sqlalchemy_seqkeys.resync_pooled_sequence`; on PostgreSQL it locks
     the sequence against ``nextval`` until the migration's transaction ends.
-    It has no reverse: a sequence is never moved back.
+    Online it refuses (``MigrationError``, nothing changed) a missing table or
+    column, and a ``MAX(column)`` of 2**63 - 1; offline its statements change
+    nothing there. It has no reverse: a sequence is never moved back.
 
     Example::
 
@@ -195,7 +206,7 @@ def _resync_pooled(operations: Operations, operation: ResyncPooledSequenceOp) ->
                 f"there is no sequence {operation.name!r} to resync; create it with "
                 f"op.create_pooled_sequence({operation.name!r}, ALLOCATION_SIZE) first"
             )
-        require_source(conn, operation.name, operation.table_name, operation.schema)
+        require_source(conn, *source, operation.schema)
     for statement in statements:
         operations.execute(statement)
 
@@ -243,7 +254,10 @@ def compare_pooled_sequences(
 
     Part of the seqkeys plugin. Sequences that exist are left alone, also when
     their increment differs: the column default refuses those at run time,
-    and altering a live pooled sequence is not a change to generate.
+    and altering a live pooled sequence is not a change to generate. A new
+    one that is the default of a column of a table the database has is
+    followed by ``op.resync_pooled_sequence(...)`` (the table may hold rows),
+    and the sequences table the sequences use is never proposed for dropping.
 
     :param autogen_context: Alembic's context of the autogenerate run.
     :param upgrade_ops: the operations found so far; ``op.create_pooled_sequence(...)``
@@ -263,6 +277,7 @@ def compare_pooled_sequences(
         return PriorityDispatchResult.CONTINUE
     inspector = autogen_context.inspector
     native = incrementing_sequences(conn.dialect)
+    keep_tables(upgrade_ops, sequences_tables_needed(metadatas, conn.dialect))
     existing_tables = set(inspector.get_table_names())
     if not native:
         needed = {sequence.table for sequence in declared.values()}
@@ -277,9 +292,30 @@ def compare_pooled_sequences(
         else:
             exists = row_exists(conn, existing_tables, sequence.table, name)
         if not exists:
-            upgrade_ops.ops.append(
-                CreatePooledSequenceOp(
-                    name, sequence.batch_size, sequence.start, sequence.schema, sequence.table
+            create = CreatePooledSequenceOp(
+                name, sequence.batch_size, sequence.start, sequence.schema, sequence.table
+            )
+            create.followed_by = tuple(
+                ResyncPooledSequenceOp(
+                    name,
+                    users.name,
+                    column.name,
+                    users.schema,
+                    sequence.schema,
+                    sequence.table,
+                )
+                for users, column in existing_users(
+                    autogen_context, functools.partial(_is_pooled_sequence, sequence=sequence)
                 )
             )
+            upgrade_ops.ops.append(create)
     return PriorityDispatchResult.CONTINUE
+
+
+def _is_pooled_sequence(found: object, sequence: PooledSequence) -> bool:
+    """Whether a column default is the pooled sequence ``sequence`` (by where it lives)."""
+    return isinstance(found, PooledSequence) and (found.name, found.schema, found.table) == (
+        sequence.name,
+        sequence.schema,
+        sequence.table,
+    )

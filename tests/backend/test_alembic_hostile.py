@@ -1,0 +1,373 @@
+"""The seqkeys Alembic operations and autogenerate where keys could repeat, on real servers.
+
+Each test works in a database of its own (``engines.fresh_database``) on SQLite,
+PostgreSQL and MariaDB:
+
+- a resync op at ``MAX(column)`` = 2**63 - 1 is refused (it would change nothing, and the
+  sequence would hand out keys the table holds), and so is a column the table lacks;
+- autogenerate never proposes dropping a sequences table the models' sequences use
+  without declaring it (a second run finds nothing, ``alembic check`` passes);
+- a sequence created for a key column of a table with rows (autogenerate, and again after
+  a downgrade) is moved past them by the resync autogenerate writes after it;
+- a ``BitReversedSequence`` in another schema is created there;
+- a sequences or worker-lease table name the engine cannot hold is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from alembic.migration import MigrationContext
+from alembic.operations import Operations
+from sqlalchemy.orm import Session
+
+import sqlalchemy_seqkeys.alembic
+from sqlalchemy_seqkeys import (
+    BitReversedSequence,
+    MigrationError,
+    PooledSequence,
+    reverse_bits,
+)
+from sqlalchemy_seqkeys.sequences.table import read_next_value
+from tests.backend.test_alembic import load_models, the_script
+
+sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin (not installed)
+
+pytestmark = pytest.mark.backend
+
+THREE = ("sqlite", "postgresql", "mysql")
+TOP = 2**63 - 1
+
+
+@contextlib.contextmanager
+def database(engines: Any, name: str, label: str) -> Iterator[sa.Engine]:
+    with engines.fresh_database(name, label) as url:
+        engine = sa.create_engine(url)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
+
+
+@contextlib.contextmanager
+def operations(engine: sa.Engine) -> Iterator[Operations]:
+    """``op`` on an autocommit connection (MariaDB's DDL commits anyway)."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        yield Operations(MigrationContext.configure(conn))
+
+
+def keys_table(op: Operations, name: str, *keys: int) -> sa.Table:
+    table = op.create_table(
+        name, sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False)
+    )
+    assert table is not None
+    op.bulk_insert(table, [{"id": key} for key in keys])
+    return table
+
+
+# -- resync: the BIGINT top, and a missing column ------------------------------------
+
+
+@pytest.mark.parametrize("name", THREE)
+def test_a_resync_op_at_the_bigint_top_is_refused(name: str, engines: Any) -> None:
+    with database(engines, name, "almax") as engine, operations(engine) as op:
+        conn = op.get_bind()
+        op.create_sequences_table()
+        op.create_table_sequence("inv", start=1)
+        op.create_pooled_sequence("ord", 10, start=1)
+        keys_table(op, "invoices", 1, 2, TOP)
+        with pytest.raises(MigrationError, match=r"9223372036854775807, the BIGINT maximum"):
+            op.resync_table_sequence("inv", "invoices", "id")
+        assert read_next_value(conn, "inv") == 1  # nothing changed
+        with pytest.raises(MigrationError, match=r"'ord' cannot move past it"):
+            op.resync_pooled_sequence("ord", "invoices", "id")
+        assert PooledSequence("ord", batch_size=10).next_value(engine) == 1  # nothing changed
+        # one below the top still moves: the next key is the top
+        keys_table(op, "near", TOP - 1)
+        op.resync_table_sequence("inv", "near", "id")
+        assert read_next_value(conn, "inv") == TOP
+
+
+@pytest.mark.parametrize("name", THREE)
+def test_a_resync_op_names_a_missing_column(name: str, engines: Any) -> None:
+    with database(engines, name, "alcol") as engine, operations(engine) as op:
+        conn = op.get_bind()
+        op.create_sequences_table()
+        op.create_table_sequence("inv", start=100)
+        op.create_pooled_sequence("ord", 10, start=100)
+        keys_table(op, "rows", 150)
+        for resync in (op.resync_table_sequence, op.resync_pooled_sequence):
+            with pytest.raises(MigrationError, match=r"table 'rows' has no column 'nope'.*: id"):
+                resync("inv" if resync == op.resync_table_sequence else "ord", "rows", "nope")
+        assert read_next_value(conn, "inv") == 100
+        op.resync_table_sequence("inv", "rows", "id")  # the right one still works
+        assert read_next_value(conn, "inv") == 151
+
+
+# -- autogenerate: real projects -----------------------------------------------------
+
+
+def _run(project: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, SEQKEYS_DATABASE_URL=url)
+    return subprocess.run(
+        [sys.executable, *args], cwd=project, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _alembic(project: Path, url: str, *args: str) -> str:
+    result = _run(project, url, "-m", "alembic", *args)
+    assert result.returncode == 0, f"{args}\n{result.stdout}\n{result.stderr}"
+    return result.stdout + result.stderr
+
+
+def _new_project(project: Path, url: str, models: str) -> None:
+    result = _run(project, url, "-m", "sqlalchemy_seqkeys", "alembic-init", "migrations")
+    assert result.returncode == 0, result.stderr
+    (project / "models.py").write_text(models)
+
+
+def _upgrade_body(script: str) -> list[str]:
+    body = script.split("def upgrade")[1].split("def downgrade")[0]
+    return [line.strip() for line in body.splitlines() if line.strip().startswith("op.")]
+
+
+UNDECLARED = """
+import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy_seqkeys import PooledSequence, TableSequence
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+# neither declares the sequences table (PooledSequence needs it on SQLite and MySQL)
+inv = TableSequence("inv", mode="in_transaction")
+order_id = PooledSequence("order_id", batch_size=50, metadata=Base.metadata)
+
+
+class Invoice(Base):
+    __tablename__ = "invoices"
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, default=inv)
+
+
+class Order(Base):
+    __tablename__ = "orders"
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, default=order_id)
+"""
+
+
+def _insert_three(project: Path, url: str) -> list[tuple[int, ...]]:
+    models = load_models(project / "models.py")
+    engine = sa.create_engine(url)
+    try:
+        with Session(engine) as session:
+            session.add_all([models.Invoice() for _ in range(3)])
+            session.add_all([models.Order() for _ in range(3)])
+            session.commit()
+            return [
+                tuple(session.scalars(sa.select(model.id).order_by(model.id)))
+                for model in (models.Invoice, models.Order)
+            ]
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("name", THREE)
+def test_an_undeclared_sequences_table_is_never_dropped(
+    name: str, engines: Any, tmp_path: Path
+) -> None:
+    with engines.fresh_database(name, "alundecl") as url:
+        _new_project(tmp_path, url, UNDECLARED)
+        first = the_script(tmp_path, _alembic(tmp_path, url, "revision", "--autogenerate"))
+        assert "op.create_sequences_table()" in _upgrade_body(first)
+        _alembic(tmp_path, url, "upgrade", "head")
+        assert _insert_three(tmp_path, url) == [(1, 2, 3), (1, 2, 3)]
+
+        check = _run(tmp_path, url, "-m", "alembic", "check")
+        assert check.returncode == 0, check.stdout + check.stderr
+        second = the_script(tmp_path, _alembic(tmp_path, url, "revision", "--autogenerate"))
+        assert _upgrade_body(second) == []  # no drop_sequences_table
+        _alembic(tmp_path, url, "upgrade", "head")
+        invoices, orders = _insert_three(tmp_path, url)
+        assert invoices == (1, 2, 3, 4, 5, 6)
+        assert orders[:3] == (1, 2, 3)
+        assert len(set(orders)) == 6
+
+
+TWO_PHASES = """
+import os
+
+import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy_seqkeys import PooledSequence, TableSequence, sequences_table
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+sequences_table(Base.metadata)
+# the second phase adds the sequences as the defaults of tables that hold rows
+LATER = os.path.exists(os.path.join(os.path.dirname(__file__), "later"))
+extra = {"default": TableSequence("extra_no", mode="in_transaction")} if LATER else {}
+order = {"default": PooledSequence("order_no", batch_size=10)} if LATER else {}
+
+
+class Extra(Base):
+    __tablename__ = "extras"
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False, **extra)
+
+
+class Order(Base):
+    __tablename__ = "orders"
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False, **order)
+"""
+
+
+def _insert_one(project: Path, url: str) -> tuple[int, int]:
+    models = load_models(project / "models.py")
+    engine = sa.create_engine(url)  # a new pool: no block of an earlier one
+    try:
+        with Session(engine) as session:
+            extra, order = models.Extra(), models.Order()
+            session.add_all([extra, order])
+            session.commit()
+            return extra.id, order.id
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("name", THREE)
+def test_a_sequence_for_a_table_with_rows_is_resynced(
+    name: str, engines: Any, tmp_path: Path
+) -> None:
+    """Autogenerate writes the resync; it holds after a downgrade and an upgrade again."""
+    with engines.fresh_database(name, "aldownup") as url:
+        _new_project(tmp_path, url, TWO_PHASES)
+        _alembic(tmp_path, url, "revision", "--autogenerate", "-m", "tables")
+        _alembic(tmp_path, url, "upgrade", "head")
+        engine = sa.create_engine(url)
+        with engine.begin() as conn:  # rows with their keys, before the sequences exist
+            for table in ("extras", "orders"):
+                conn.execute(sa.text(f"INSERT INTO {table} (id) VALUES (1), (2), (3)"))
+        engine.dispose()
+
+        (tmp_path / "later").touch()
+        script = the_script(
+            tmp_path, _alembic(tmp_path, url, "revision", "--autogenerate", "-m", "defaults")
+        )
+        assert _upgrade_body(script) == [
+            "op.create_table_sequence('extra_no', start=1)",
+            "op.resync_table_sequence('extra_no', 'extras', 'id')",
+            "op.create_pooled_sequence('order_no', 10)",
+            "op.resync_pooled_sequence('order_no', 'orders', 'id')",
+        ]
+        assert "resync" not in script.split("def downgrade")[1]
+        _alembic(tmp_path, url, "upgrade", "head")
+        assert _insert_one(tmp_path, url) == (4, 4)
+
+        _alembic(tmp_path, url, "downgrade", "-1")  # drops both sequences, keeps the rows
+        _alembic(tmp_path, url, "upgrade", "head")
+        assert _insert_one(tmp_path, url) == (5, 5)
+        again = the_script(tmp_path, _alembic(tmp_path, url, "revision", "--autogenerate"))
+        assert _upgrade_body(again) == []
+
+
+# -- a bit-reversed sequence in another schema -----------------------------------------
+
+
+@contextlib.contextmanager
+def _other_schema(engines: Any, name: str, engine: sa.Engine) -> Iterator[str]:
+    if name == "postgresql":
+        with engine.begin() as conn:
+            conn.execute(sa.text("CREATE SCHEMA other"))
+        yield "other"  # dropped with the database
+        return
+    with engines.fresh_database(name, "alother") as other:  # MariaDB: a schema is a database
+        database = sa.engine.make_url(other).database
+        assert database is not None
+        yield database
+
+
+@pytest.mark.parametrize("name", ["postgresql", "mysql"])
+def test_a_bit_reversed_sequence_keeps_its_schema(name: str, engines: Any) -> None:
+    from alembic.autogenerate import produce_migrations, render_python_code
+
+    with (
+        database(engines, name, "alschema") as engine,
+        _other_schema(engines, name, engine) as schema,
+    ):
+        models = sa.MetaData()
+        account_id = BitReversedSequence("acct_id", schema=schema, metadata=models)
+        accounts = sa.Table(
+            "accounts",
+            models,
+            sa.Column(
+                "id", sa.BigInteger, primary_key=True, autoincrement=False, default=account_id
+            ),
+        )
+        with operations(engine) as op:
+            context = MigrationContext.configure(
+                op.get_bind(),
+                opts={
+                    "target_metadata": models,
+                    "autogenerate_plugins": ["alembic.autogenerate.*", "seqkeys"],
+                },
+            )
+            code = render_python_code(produce_migrations(context, models).upgrade_ops)
+            expected = f"'acct_id', start_with_counter=1, schema={schema!r})"
+            assert f"op.create_bit_reversed_sequence({expected}" in code
+            namespace = {"op": op, "sa": sa, "sqlalchemy_seqkeys": sqlalchemy_seqkeys}
+            script = "\n".join(line.strip() for line in code.splitlines())
+            exec(script, namespace)  # the rendered migration
+            inspector = sa.inspect(op.get_bind())
+            assert "acct_id" in inspector.get_sequence_names(schema=schema)
+            assert "acct_id" not in inspector.get_sequence_names()
+            assert produce_migrations(context, models).upgrade_ops.is_empty()
+            op.drop_bit_reversed_sequence("acct_id", schema=schema)
+            assert "acct_id" not in sa.inspect(op.get_bind()).get_sequence_names(schema=schema)
+            op.create_bit_reversed_sequence("acct_id", schema=schema)
+        with engine.begin() as conn:
+            conn.execute(accounts.insert())
+            assert reverse_bits(conn.execute(sa.select(accounts.c.id)).scalar_one()) == 1
+
+
+# -- names the engine cannot hold ------------------------------------------------------
+
+LONG = {"postgresql": ["s" * 63 + "_a", "é" * 32], "mysql": ["s" * 63 + "_a"]}
+
+
+@pytest.mark.parametrize("name", ["postgresql", "mysql"])
+def test_a_table_name_too_long_for_the_engine_is_refused(name: str, engines: Any) -> None:
+    limit = "at most 63 bytes" if name == "postgresql" else "at most 64 characters"
+    with database(engines, name, "allong") as engine, operations(engine) as op:
+        op.create_sequences_table()
+        op.create_table_sequence("x")
+        keys_table(op, "rows", 5)
+        for long in LONG[name]:
+            for attempt, args, kwargs in (
+                (op.create_sequences_table, (long,), {}),
+                (op.drop_sequences_table, (long,), {}),
+                (op.create_worker_lease_table, (long,), {}),
+                (op.drop_worker_lease_table, (long,), {}),
+                (op.create_table_sequence, ("y",), {"table": long}),
+                (op.drop_table_sequence, ("y",), {"table": long}),
+                (op.resync_table_sequence, ("x", "rows", "id"), {"sequences_table": long}),
+                (op.make_sequence_names_case_sensitive, (long,), {}),
+                (op.upgrade_worker_lease_table, (), {"table": long}),
+                (op.downgrade_worker_lease_table, (), {"table": long}),
+            ):
+                with pytest.raises(
+                    MigrationError, match=rf"table name '{long}' cannot be used.*{limit}"
+                ):
+                    attempt(*args, **kwargs)
+        assert sorted(sa.inspect(op.get_bind()).get_table_names()) == ["rows", "sequences"]
