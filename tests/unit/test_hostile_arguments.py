@@ -480,6 +480,7 @@ _BIT_REVERSED_BAD: dict[str, SearchStrategy[Any]] = {
     "name": SEQUENCE_NAME,
     "start_with_counter": integer(1, BIG),
     "skip_range": skip_range(),
+    "schema": SCHEMA,
     "table": IDENT,
 }
 
@@ -666,7 +667,6 @@ TARGETS: list[Target] = [
         {
             **_BIT_REVERSED_BAD,
             "batch_size": integer(1, MAX_BIT_REVERSED_BATCH),
-            "schema": SCHEMA,
             "metadata": metadata(nullable=True),
         },
     ),
@@ -712,7 +712,6 @@ TARGETS: list[Target] = [
             **_BIT_REVERSED_BAD,
             "start": integer(1, BIG),
             "batch_size": integer(1, MAX_BIT_REVERSED_BATCH),
-            "schema": SCHEMA,
             "metadata": metadata(nullable=True),
         },
     ),
