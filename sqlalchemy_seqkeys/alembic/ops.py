@@ -25,8 +25,13 @@ from sqlalchemy_seqkeys._dialect import check_identifier, facts, has_sequences
 from sqlalchemy_seqkeys._dialect import native_sequences as native_sequences
 from sqlalchemy_seqkeys._validate import check_name
 from sqlalchemy_seqkeys.bitreverse import BitReversedSequence, SkipRange
-from sqlalchemy_seqkeys.errors import MigrationError
-from sqlalchemy_seqkeys.sequences.resync import check_source_names, resync_statement
+from sqlalchemy_seqkeys.errors import InvalidSequenceError, MigrationError
+from sqlalchemy_seqkeys.sequences.resync import (
+    check_integer_key,
+    check_integer_type,
+    check_source_names,
+    resync_statement,
+)
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
     MAX_VALUE,
@@ -235,7 +240,12 @@ def require_source(
             f"table {where!r} has no column {column!r} to resync sequence {name!r} with; "
             f"nothing was changed. Its columns: {', '.join(names)}"
         ) from exc
-    if largest is not None and int(largest) >= MAX_VALUE:
+    try:  # a text column's MAX is no key: refused as the resync functions refuse it
+        if not check_integer_type(conn, source, name):  # reflection cannot tell: the value
+            check_integer_key(largest, source, name)
+    except InvalidSequenceError as exc:
+        raise MigrationError(str(exc)) from None
+    if largest is not None and largest >= MAX_VALUE:
         raise MigrationError(
             f"the largest {column!r} in table {where!r} is {largest}, the BIGINT maximum: "
             f"sequence {name!r} cannot move past it, and would hand out keys the table "

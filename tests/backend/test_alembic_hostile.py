@@ -112,6 +112,27 @@ def test_a_resync_op_names_a_missing_column(name: str, engines: Any) -> None:
         assert read_next_value(conn, "inv") == 151
 
 
+@pytest.mark.parametrize("name", THREE)
+def test_a_resync_op_refuses_a_text_key_column(name: str, engines: Any) -> None:
+    """'999' and '42' as text: MAX is '999' there, and 'abc' is no key at all."""
+    with database(engines, name, "altxt") as engine, operations(engine) as op:
+        conn = op.get_bind()
+        op.create_sequences_table()
+        op.create_table_sequence("inv", start=5)
+        op.create_pooled_sequence("ord", 10, start=5)
+        table = op.create_table("txt", sa.Column("id", sa.String(20), primary_key=True))
+        assert table is not None
+        op.bulk_insert(table, [{"id": "999"}, {"id": "42"}])
+        for resync, sequence in (
+            (op.resync_table_sequence, "inv"),
+            (op.resync_pooled_sequence, "ord"),
+        ):
+            with pytest.raises(MigrationError, match=r"column 'id' of table 'txt' is VARCHAR"):
+                resync(sequence, "txt", "id")
+        assert read_next_value(conn, "inv") == 5  # nothing changed
+        assert PooledSequence("ord", batch_size=10).next_value(engine) == 5
+
+
 # -- autogenerate: real projects -----------------------------------------------------
 
 
