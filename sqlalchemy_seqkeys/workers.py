@@ -800,7 +800,10 @@ class WorkerLease(_HeldWorkerId):
         while (ahead := self._floor_ms - self._now_ns() // 1_000_000) >= 0:
             if time.monotonic() >= deadline:
                 raise floor_error(self.worker_id, ahead, self.max_wait, self._kind)
-            pause(min((ahead + 1) / 1000, 0.05))  # awaited inside the greenlet
+            # An AsyncWorkerLease's wait awaits (in SQLAlchemy's greenlet); a sync
+            # lease's sleeps: its start holds a threading lock that a second start
+            # from another greenlet of the same loop would block the loop on.
+            (pause if self._start_task is not None else time.sleep)(min((ahead + 1) / 1000, 0.05))
 
     def _started_or_implicit(self) -> None:
         # The 0.x behaviour: a lease claimed when it was created (never an async one).
