@@ -54,7 +54,6 @@ from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
 from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE, TableSequence
 from sqlalchemy_seqkeys.sequences.resync import (
     check_integer_key,
-    check_integer_type,
     check_resync_arguments,
     check_resync_bind,
     check_source_names,
@@ -586,9 +585,8 @@ def _resync(
         )
     keys = data_table(table, column, schema)
     try:
-        if not check_integer_type(conn, keys, name):  # untold: read the keys first
-            largest = conn.execute(sa.select(sa.func.max(keys.c[column]))).scalar()
-            check_integer_key(largest, keys, name)
+        # the keys read first: a text column or a real 2.5 never moves the sequence
+        check_integer_key(conn.execute(sa.select(sa.func.max(keys.c[column]))).scalar(), keys, name)
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
         raise_if_source_missing(conn, sa.select(keys), name, exc)  # InvalidSequenceError
         raise
@@ -612,8 +610,8 @@ def _resync(
     if value is not None:
         return int(value)
     highest = conn.execute(sa.select(_highest(table, column, schema).c.m)).scalar()
-    check_integer_key(highest, keys, name)
-    if isinstance(highest, int) and highest >= MAX_VALUE:
+    highest = check_integer_key(highest, keys, name)
+    if highest is not None and highest >= MAX_VALUE:
         raise SequenceExhaustedError(
             f"the largest key in the table is {highest}, the BIGINT maximum: sequence "
             f"{name!r} cannot move past it; nothing was changed"

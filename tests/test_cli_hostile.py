@@ -53,8 +53,8 @@ def test_resync_refuses_a_text_key_column(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith(
-        "seqkeys: InvalidSequenceError: column 'id' of table 'txt' is VARCHAR(20), "
-        "not an integer type"
+        f"seqkeys: InvalidSequenceError: column 'id' of table 'txt' holds {max(keys)!r} (str), "
+        "not an integer"
     ), captured.err
     assert "sequence 'big'" in captured.err
     assert _next_value(path) == 5

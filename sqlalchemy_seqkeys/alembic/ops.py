@@ -28,7 +28,6 @@ from sqlalchemy_seqkeys.bitreverse import BitReversedSequence, SkipRange
 from sqlalchemy_seqkeys.errors import InvalidSequenceError, MigrationError
 from sqlalchemy_seqkeys.sequences.resync import (
     check_integer_key,
-    check_integer_type,
     check_source_names,
     resync_statement,
 )
@@ -241,8 +240,7 @@ def require_source(
             f"nothing was changed. Its columns: {', '.join(names)}"
         ) from exc
     try:  # a text column's MAX is no key: refused as the resync functions refuse it
-        if not check_integer_type(conn, source, name):  # reflection cannot tell: the value
-            check_integer_key(largest, source, name)
+        largest = check_integer_key(largest, source, name)
     except InvalidSequenceError as exc:
         raise MigrationError(str(exc)) from None
     if largest is not None and largest >= MAX_VALUE:

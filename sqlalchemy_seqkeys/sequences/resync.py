@@ -10,6 +10,7 @@ User guide: docs/strategies/table-sequences.md (restores and imports).
 
 from __future__ import annotations
 
+import decimal
 from typing import Any
 
 import sqlalchemy as sa
@@ -97,47 +98,19 @@ def _refuse_keys(source: sa.Table, name: str, what: str) -> InvalidSequenceError
     )
 
 
-def check_integer_type(conn: sa.Connection, source: sa.Table, name: str) -> bool:
-    """Refuse a key column whose real (reflected) type is not an integer type.
+def check_integer_key(value: object, source: sa.Table, name: str) -> int | None:
+    """``MAX(column)`` as read back: None (no rows) or an integer; anything else is refused.
 
-    ``source`` is :func:`data_table`'s one-column Table. True: an integer type;
-    False: reflection cannot tell (no such table or column, for the statement
-    to report; a type the dialect does not know, as SQLite's untyped column),
-    so each value read must be checked. Reflects on ``conn``, in its
-    transaction, under its schema_translate_map; not a hot path.
-    """
-    column = next(iter(source.c)).name
-    try:
-        found = sa.inspect(conn).get_columns(source.name, schema=conn.schema_for_object(source))
-    except sa.exc.NoSuchTableError:
-        return False
-    exact = [c for c in found if c["name"] == column]
-    folded = [c for c in found if str(c["name"]).casefold() == column.casefold()]
-    matches = exact or folded
-    if len(matches) != 1:
-        return False
-    key_type = matches[0]["type"]
-    if isinstance(key_type, sa.types.NullType):
-        return False
-    if isinstance(key_type, sa.Integer):
-        return True
-    try:
-        shown = key_type.compile(dialect=conn.dialect)
-    except Exception:  # only the message needs it
-        shown = type(key_type).__name__
-    raise _refuse_keys(source, name, f"is {shown}, not an integer type")
-
-
-def check_integer_key(value: object, source: sa.Table, name: str) -> None:
-    """Refuse a ``MAX(column)`` read back that is not an integer (None: no rows, passes).
-
-    For a column whose type :func:`check_integer_type` could not tell: SQLite
-    compares text above every number, so a text MAX would otherwise read as a
-    sequence already past the table's keys.
+    Read before a resync moves anything: a text column's MAX ('999' sorts after
+    '1000'; SQLite sorts text after every number), a real 2.5, are no keys.
+    A whole-number ``Decimal`` (a NUMERIC key column) counts as its integer.
     """
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return
-    raise _refuse_keys(source, name, f"holds {value!r}, not an integer")
+        return value
+    if isinstance(value, decimal.Decimal) and value.is_finite() and value == int(value):
+        return int(value)
+    shown = f"{value!r} ({type(value).__name__})"
+    raise _refuse_keys(source, name, f"holds {shown}, not an integer")
 
 
 def data_table(table: str | sa.Table, column: str, schema: str | None) -> sa.Table:
@@ -311,10 +284,8 @@ def _resync(
     assert isinstance(source, sa.Table)
     try:
         check_exact_names(conn, table)
-        if not check_integer_type(conn, source, name):
-            # a type reflection cannot tell (SQLite's untyped column): read the
-            # keys first, so that a real 2.5 never moves the sequence to 3.5
-            check_integer_key(conn.execute(highest).scalar(), source, name)
+        # the keys read first: a text column or a real 2.5 never moves the sequence
+        check_integer_key(conn.execute(highest).scalar(), source, name)
         moved = conn.execute(update).rowcount == 1
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
         raise_if_table_missing(conn, table, exc)
@@ -325,9 +296,8 @@ def _resync(
         raise_missing_or_exhausted(conn, name, 1, table)  # SequenceNotFoundError
     assert current is not None
     if not moved:
-        largest = conn.execute(highest).scalar()
-        check_integer_key(largest, source, name)
-        if isinstance(largest, int) and largest >= MAX_VALUE:
+        largest = check_integer_key(conn.execute(highest).scalar(), source, name)
+        if largest is not None and largest >= MAX_VALUE:
             raise SequenceExhaustedError(
                 f"the largest key in the table is {largest}, the BIGINT maximum: sequence "
                 f"{name!r} cannot move past it; nothing was changed"

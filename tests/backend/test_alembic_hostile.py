@@ -45,6 +45,8 @@ pytestmark = pytest.mark.backend
 
 THREE = ("sqlite", "postgresql", "mysql")
 TOP = 2**63 - 1
+#: the text column's MAX, refused as no key
+TEXT_MAX = r"column 'id' of table 'txt' holds '999' \(str\), not an integer"
 
 
 @contextlib.contextmanager
@@ -127,7 +129,7 @@ def test_a_resync_op_refuses_a_text_key_column(name: str, engines: Any) -> None:
             (op.resync_table_sequence, "inv"),
             (op.resync_pooled_sequence, "ord"),
         ):
-            with pytest.raises(MigrationError, match=r"column 'id' of table 'txt' is VARCHAR"):
+            with pytest.raises(MigrationError, match=TEXT_MAX):
                 resync(sequence, "txt", "id")
         assert read_next_value(conn, "inv") == 5  # nothing changed
         assert PooledSequence("ord", batch_size=10).next_value(engine) == 5
