@@ -34,7 +34,7 @@ from .errors import (
 if TYPE_CHECKING:
     import uuid
 
-    from sqlalchemy.engine.interfaces import ExecutionContext
+    from sqlalchemy.engine.interfaces import Dialect, ExecutionContext
 
     from ._rows import RowsAhead
     from .shard import ShardId
@@ -126,14 +126,56 @@ def _known(type_: sqltypes.TypeEngine[Any]) -> bool:
 _variants = type_variants  # the base type and each with_variant type, with its dialect
 
 
+def _on_sqlite(dialect: str | None) -> bool:
+    return dialect is not None and dialect.partition("+")[0] == "sqlite"
+
+
+@functools.cache
+def _sqlite_dialect() -> Dialect:
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.dialect()
+
+
+def _rounds_on_sqlite(type_: sqltypes.TypeEngine[Any]) -> bool:
+    """Whether SQLAlchemy binds an integer given to ``type_`` as a float on SQLite.
+
+    SQLite has no decimal type, so its dialect binds every ``Numeric`` through
+    ``float`` (``supports_native_decimal`` is False): 2**63 - 1 and its
+    neighbours become one value. Asked of the type's own bind processor there.
+    """
+    if not isinstance(type_, sqltypes.Numeric):
+        return False
+    dialect = _sqlite_dialect()
+    try:
+        processor = type_.dialect_impl(dialect).bind_processor(dialect)
+        return processor is not None and not isinstance(processor(2**63 - 1), int)
+    except Exception:  # a type that cannot bind an int cannot hold the keys
+        return True
+
+
+def _rounding_on_sqlite(type_: sqltypes.TypeEngine[Any]) -> str:
+    return (
+        f"SQLAlchemy binds {type_!r} as a float on SQLite, which has no decimal type, "
+        "so keys that differ in their low bits round into one value"
+    )
+
+
 def bigint_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) -> str | None:
-    """Why ``type_`` cannot hold every value up to 2**63 - 1, or None if it can (or may)."""
+    """Why ``type_`` cannot hold every value up to 2**63 - 1, or None if it can (or may).
+
+    ``dialect`` names the engine the type is used on (a ``with_variant`` name, or
+    the engine's own); None judges it for any engine, SQLite aside, which the
+    column check asks about on its own.
+    """
     if isinstance(type_, sqltypes.TypeDecorator):
         return bigint_problem(type_.impl_instance, dialect)
     if isinstance(type_, sqltypes.BigInteger):
         return None
     if isinstance(type_, sqltypes.Float):
         return f"{type_!r} is a floating-point type, which rounds large integers"
+    if _on_sqlite(dialect) and _rounds_on_sqlite(type_):
+        return _rounding_on_sqlite(type_)
     if isinstance(type_, sqltypes.Numeric):  # before Integer: Oracle's NUMBER is both
         precision, scale = type_.precision, type_.scale
         if scale not in (None, 0):
@@ -159,9 +201,20 @@ def bigint_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) 
 
 
 def u64_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) -> str | None:
-    """Why ``type_`` cannot hold every value up to 2**64 - 1, or None if it can (or may)."""
+    """Why ``type_`` cannot hold every value up to 2**64 - 1, or None if it can (or may).
+
+    On SQLite (``dialect``), whose integers stop at 2**63 - 1, an integer type
+    is accepted: sqlite3 refuses a larger value at the INSERT (OverflowError)
+    and never rounds it; a ``Numeric`` there is bound as a float, and refused.
+    """
     if isinstance(type_, sqltypes.TypeDecorator):
         return u64_problem(type_.impl_instance, dialect)
+    if _on_sqlite(dialect):
+        if _rounds_on_sqlite(type_):
+            return f"{_rounding_on_sqlite(type_)}; and SQLite holds no integer past 2**63 - 1"
+        if isinstance(type_, sqltypes.Integer):
+            return None
+        return bigint_problem(type_, dialect)
     if isinstance(type_, sqltypes.BigInteger):
         if getattr(type_, "unsigned", False):
             return None  # MySQL's BIGINT UNSIGNED
@@ -174,10 +227,34 @@ def u64_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) -> 
     return bigint_problem(type_, dialect)
 
 
+def _converts(type_: sqltypes.TypeDecorator[Any]) -> bool:
+    """Whether a ``TypeDecorator`` turns the bound value into something of its own."""
+    cls = type(type_)
+    return (
+        cls.process_bind_param is not sqltypes.TypeDecorator.process_bind_param
+        or cls.bind_processor is not sqltypes.TypeDecorator.bind_processor
+    )
+
+
 def _guid_problem(type_: sqltypes.TypeEngine[Any]) -> str | None:
-    """Why ``type_`` cannot store a ``uuid.UUID``, or None if it can (or may)."""
-    if isinstance(type_, (sqltypes.TypeDecorator, sqltypes.Uuid)):
-        return None  # CombGuid, Uuid, or a type that converts on its own
+    """Why ``type_`` cannot store a ``uuid.UUID``, or None if it can (or may).
+
+    ``CombGuid`` and a ``TypeDecorator`` that converts the value (its own
+    ``process_bind_param``) may; another ``TypeDecorator`` is judged by its
+    ``impl``. Plain text is refused: sqlite3, aiosqlite and asyncpg refuse a
+    ``uuid.UUID`` bound to it (``CombGuid()`` stores the text and converts).
+    """
+    if _instance(type_, "types", "CombGuid"):
+        return None
+    if isinstance(type_, sqltypes.TypeDecorator):
+        return None if _converts(type_) else _guid_problem(type_.impl_instance)
+    if isinstance(type_, sqltypes.Uuid):
+        if not type_.as_uuid:
+            return (
+                f"{type_!r} takes the text of a GUID (as_uuid=False), and the default "
+                "mints uuid.UUID values"
+            )
+        return None
     if isinstance(type_, sqltypes.Enum):
         return f"{type_!r} holds only its listed values"
     if isinstance(type_, sqltypes.String):
@@ -186,7 +263,10 @@ def _guid_problem(type_: sqltypes.TypeEngine[Any]) -> str | None:
                 f"{type_!r} holds {type_.length} characters; the text form of a GUID "
                 f"has {_GUID_LENGTH}"
             )
-        return None
+        return (
+            f"{type_!r} is text, and sqlite3, aiosqlite and asyncpg refuse to bind the "
+            "uuid.UUID values the default mints to text"
+        )
     if isinstance(type_, (sqltypes.Integer, sqltypes.Numeric, sqltypes.Float, *_NOT_NUMBERS)):
         return f"{type_!r} cannot store a uuid.UUID"
     return None
@@ -201,19 +281,56 @@ def _refuse_first_problem(
     table: sa.Table | None,
     problem_of: Callable[[sqltypes.TypeEngine[Any], str | None], str | None],
     error: type[SeqKeysError],
-    message: Callable[[str, str], str],
+    message: Callable[[str, str, str | None], str],
 ) -> None:
     """Raise ``error`` for the first problem ``problem_of`` finds with the type or a variant.
 
-    ``message(where, problem)`` words it, ``where`` naming the place as a message
-    does (``column t.id (its variant for mysql)``). Nothing where the column's
-    type and each of its variants may hold the values.
+    ``message(where, problem, dialect)`` words it, ``where`` naming the place as
+    a message does (``column t.id (its variant for mysql)``), ``dialect`` the
+    engine the type was judged for (None: any). Without a variant for SQLite,
+    the base type is also judged as SQLite uses it (``column t.id (on SQLite,
+    which has no variant of its own)``). Nothing where the column's type and
+    each of its variants may hold the values.
     """
-    for dialect, variant in _variants(column.type):
-        problem = problem_of(variant, dialect)
+    variants = _variants(column.type)
+    checks: list[tuple[str | None, sqltypes.TypeEngine[Any], str]] = [
+        (None, column.type, ""),
+    ]
+    if not any(_on_sqlite(dialect) for dialect, _ in variants):
+        checks.append(("sqlite", column.type, " (on SQLite, which has no variant of its own)"))
+    checks.extend(
+        (dialect, variant, f" (its variant for {dialect})") for dialect, variant in variants[1:]
+    )
+    for dialect, type_, on in checks:
+        problem = problem_of(type_, dialect)
         if problem is not None:
-            on = f" (its variant for {dialect})" if dialect else ""
-            raise error(message(f"{_where(column, table)}{on}", problem))
+            raise error(message(f"{_where(column, table)}{on}", problem, dialect))
+
+
+def _refuse_unsigned(column: sa.Column[Any], table: sa.Table | None, fn: Any) -> None:
+    """Refuse a column that cannot hold the ids of a Snowflake whose layout is unsigned."""
+    _refuse_first_problem(
+        column,
+        table,
+        u64_problem,
+        InvalidSnowflakeError,
+        lambda where, problem, dialect: (
+            f"{where} cannot hold the ids of its default "
+            f"{fn!r}, whose layout is unsigned (ids up to 2**64 - 1): {problem}. "
+            + (
+                "SQLite holds no integer past 2**63 - 1 at all: give the column an "
+                "integer type there, .with_variant(sa.BigInteger(), 'sqlite'), where "
+                "an id past 2**63 - 1 then fails at its INSERT instead of being rounded"
+                if _on_sqlite(dialect)
+                else "Declare it sa.Numeric(20, 0).with_variant(sa.BigInteger(), "
+                "'sqlite') (SQLite's numbers stop at 2**63 - 1, and a NUMERIC there "
+                "is bound as a float), or mysql.BIGINT(unsigned=True) on MySQL and "
+                "MariaDB"
+            )
+            + "; or drop unsigned=True from the layout (its ids then stay below "
+            "2**63, and it runs out sooner: see layout.exhausts_at)"
+        ),
+    )
 
 
 def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
@@ -227,36 +344,29 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
     integer = _integer_kind(fn)
     if integer is not None:
         what, error = integer
+        layout = getattr(fn, "layout", None) if _instance(fn, "snowflake", "Snowflake") else None
+        if layout is not None and layout.max_id > 2**63 - 1:
+            _refuse_unsigned(column, table, fn)
+            return
         _refuse_first_problem(
             column,
             table,
             bigint_problem,
             error,
-            lambda where, problem: (
+            lambda where, problem, dialect: (
                 f"{where} cannot hold the {what} of its default "
-                f"{fn!r}: {problem}, and the values are 63-bit. Declare it "
-                "sa.BigInteger (INT64 on Spanner), or sa.BigInteger().with_variant("
-                "sa.Integer(), 'sqlite') to keep SQLite's INTEGER PRIMARY KEY; for "
-                "Mapped[int] without a type, give mapped_column(sa.BigInteger, ...) "
-                "or type_annotation_map={int: sa.BigInteger}"
+                f"{fn!r}: {problem}, and the values are 63-bit. "
+                + (
+                    "Declare it sa.BigInteger, or keep its type elsewhere and give it "
+                    ".with_variant(sa.BigInteger(), 'sqlite')"
+                    if _on_sqlite(dialect)
+                    else "Declare it sa.BigInteger (INT64 on Spanner), or "
+                    "sa.BigInteger().with_variant(sa.Integer(), 'sqlite') to keep SQLite's "
+                    "INTEGER PRIMARY KEY; for Mapped[int] without a type, give "
+                    "mapped_column(sa.BigInteger, ...) or type_annotation_map={int: sa.BigInteger}"
+                )
             ),
         )
-        layout = getattr(fn, "layout", None) if _instance(fn, "snowflake", "Snowflake") else None
-        if layout is not None and layout.max_id > 2**63 - 1:
-            _refuse_first_problem(
-                column,
-                table,
-                u64_problem,
-                InvalidSnowflakeError,
-                lambda where, problem: (
-                    f"{where} cannot hold the ids of its default "
-                    f"{fn!r}, whose layout is unsigned (ids up to 2**64 - 1): {problem}. "
-                    "Declare it sa.Numeric(20, 0) (not on SQLite, whose numbers stop at "
-                    "2**63 - 1), or mysql.BIGINT(unsigned=True) on MySQL and MariaDB; or "
-                    "drop unsigned=True from the layout (its ids then stay below 2**63, "
-                    "and it runs out sooner: see layout.exhausts_at)"
-                ),
-            )
     elif _is_guid_default(fn):
         native = _instance(type_, "types", "CombGuid") and type_.native_uuid  # type: ignore[attr-defined]
         if native and not _is_uuid7(fn):
@@ -271,10 +381,12 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
             table,
             lambda variant, _dialect: _guid_problem(variant),
             InvalidGuidError,
-            lambda where, problem: (
+            lambda where, problem, _dialect: (
                 f"{where} cannot store the GUIDs of its default "
                 f"{fn!r}: {problem}. Declare it CombGuid() (or CombGuid(binary=True) "
-                "for 16 bytes), which stores a uuid.UUID the way each engine indexes best"
+                "for 16 bytes), which stores a uuid.UUID the way each engine indexes best "
+                "(text of 36 characters where the engine has no UUID type, converted on "
+                "every driver), or sa.Uuid()"
             ),
         )
 

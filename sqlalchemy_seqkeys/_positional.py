@@ -8,14 +8,22 @@ Design: docs/architecture.md.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.sql.schema import DefaultGenerator
 
 from ._compat import ColumnArgument, set_column_default
 from .errors import SeqKeysError
 
 __all__ = ["PositionalDefault"]
+
+#: a column given one of these positionally -> (the ColumnDefault made for it, the object)
+_given_positionally: weakref.WeakKeyDictionary[
+    sa.Column[Any], tuple[DefaultGenerator, PositionalDefault]
+] = weakref.WeakKeyDictionary()
 
 
 class PositionalDefault(ColumnArgument):
@@ -44,3 +52,31 @@ class PositionalDefault(ColumnArgument):
                 f"give {self!r} as its only default"
             )
         set_column_default(parent, self, **kw)
+        if parent.default is not None:
+            _given_positionally[parent] = (parent.default, self)
+
+
+def _default_attaching(default: DefaultGenerator, parent: Any) -> None:
+    """Refuse a default (a ``Sequence``) that would replace one given positionally.
+
+    ``Column("id", BigInteger, PooledSequence("a"), Sequence("b"))``: the
+    ``Sequence``, attached after, sets ``column.default`` over the first one
+    without a word (``DefaultGenerator._set_parent``).
+    """
+    if not isinstance(parent, sa.Column) or default.for_update:
+        return
+    given = _given_positionally.get(parent)
+    if given is None or given[0] is default or parent.default is not given[0]:
+        return
+    raise SeqKeysError(
+        f"column {parent.name!r} has {given[1]!r} as its default already (given "
+        f"positionally); {default!r} after it would replace it: give the column one default"
+    )
+
+
+def _install_listener() -> None:
+    if not event.contains(DefaultGenerator, "before_parent_attach", _default_attaching):
+        event.listen(DefaultGenerator, "before_parent_attach", _default_attaching)
+
+
+_install_listener()
