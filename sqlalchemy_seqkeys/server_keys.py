@@ -4,9 +4,9 @@ Declare ``server_default=server_uuid()``; :class:`ServerUuid` compiles per diale
 (``uuidv7()``, ``UUID_v7()``, ``UUID()``, ``UUID_TO_BIN(UUID(), 1)``,
 ``NEWSEQUENTIALID()``, ``GENERATE_UUID()``); the ORM reads the key back with
 ``RETURNING`` where the server has it (not MySQL: use Core there). A server without
-such a function, or a key column of the wrong
-storage, raises :class:`~sqlalchemy_seqkeys.UnsupportedServerFunctionError` when
-the DDL is compiled; a dialect that never connected gets its newest server's DDL.
+such a function, or a key column of the wrong storage (on every server, the column
+whose DDL is compiled), raises :class:`~sqlalchemy_seqkeys.UnsupportedServerFunctionError`
+when the DDL is compiled; a dialect that never connected gets its newest server's DDL.
 
 User guide: docs/choosing.md (Server-minted keys).
 """
@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -24,18 +22,19 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from ._dialect import dialect_key, facts
 from .dialects import server_named, server_version
 from .errors import UnsupportedServerFunctionError
-from .uuid7_sql import ServerUuid7, ServerUuidFunction
+from .uuid7_sql import (
+    CLIENT_SIDE,
+    ServerUuid7,
+    ServerUuidFunction,
+    check_postgresql_storage,
+    check_storage,
+)
 
 __all__ = ["ServerUuid", "server_uuid"]
 
 #: MariaDB's UUID type came in 10.7; MySQL's DEFAULT (expression) in 8.0.13
 _MARIADB_UUID_TYPE = (10, 7)
 _MYSQL_DEFAULT_EXPRESSIONS = (8, 0, 13)
-
-_CLIENT_SIDE = (
-    "mint the key on the client instead: "
-    "mapped_column(CombGuid(), primary_key=True, default=new_uuid7)"
-)
 
 
 class ServerUuid(ServerUuidFunction):
@@ -56,17 +55,6 @@ class ServerUuid(ServerUuidFunction):
     name = "server_uuid"
     inherit_cache = True  # read from each class itself
 
-    def __init__(self) -> None:
-        super().__init__()
-        # the column whose server default this is (set when it joins one), so
-        # that the DDL can check the column's storage
-        self._column: sa.Column[Any] | None = None
-
-    @property
-    def column(self) -> sa.Column[Any] | None:
-        """The column this is the server default of, once it is attached to one."""
-        return self._column
-
 
 def server_uuid() -> ServerUuid:
     """A server default that has the server mint the key: the best UUID it has.
@@ -86,30 +74,8 @@ def server_uuid() -> ServerUuid:
     return ServerUuid()
 
 
-# -- the column it is the default of ---------------------------------------------------
-
-
-@event.listens_for(sa.DefaultClause, "after_parent_attach")
-def _remember_column(clause: sa.DefaultClause, column: sa.Column[Any]) -> None:
-    if isinstance(clause.arg, ServerUuid):
-        # a fresh element per column: one server_uuid() may serve two columns
-        # (and Column._copy shares the clause's arg with the copy)
-        bound = ServerUuid()
-        bound._column = column  # a strong reference: a MetaData with it still pickles
-        clause.arg = bound
-
-
-def _storage(element: ServerUuid, dialect: Dialect) -> str | None:
-    """The column's type as the DDL writes it (``UUID``, ``BINARY(16)``); None: no column."""
-    column = element.column
-    if column is None:
-        return None
-    spec = dialect.type_compiler_instance.process(column.type, type_expression=column)
-    return " ".join(spec.upper().split())
-
-
 def _refuse(server: str, why: str) -> UnsupportedServerFunctionError:
-    return UnsupportedServerFunctionError(f"server_uuid(): {server} {why}; {_CLIENT_SIDE}")
+    return UnsupportedServerFunctionError(f"server_uuid(): {server} {why}; {CLIENT_SIDE}")
 
 
 def _check_storage(
@@ -121,25 +87,15 @@ def _check_storage(
     declare: str,
     fits: str = "keeps time order only in",
 ) -> None:
-    """Raise unless the column (if known) is stored as one of ``wanted``.
-
-    A form matches the type as the DDL writes it, alone or with attributes
-    after it (``CHAR(36) CHARACTER SET ASCII``).
-    """
-    storage = _storage(element, dialect)
-    if storage is None or any(storage == f or storage.startswith(f"{f} ") for f in wanted):
-        return
-    column = element.column
-    where = "the column"
-    if column is not None:
-        table = getattr(column, "table", None)
-        where = (
-            f"column {table.name}.{column.name}" if table is not None else f"column {column.name}"
-        )
-    raise UnsupportedServerFunctionError(
-        f"server_uuid(): on {server} the server's key is {function}, which {fits} "
-        f"a {' or '.join(wanted)} column, and {where} is {storage}; declare it {declare}, "
-        f"or {_CLIENT_SIDE}"
+    check_storage(
+        element,
+        dialect,
+        declared="server_uuid()",
+        server=server,
+        function=function,
+        wanted=wanted,
+        declare=declare,
+        fits=fits,
     )
 
 
@@ -159,13 +115,15 @@ def _compile_elsewhere(element: ServerUuid, compiler: SQLCompiler, **kw: Any) ->
 def _compile_postgresql(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str:
     # uuidv7_sql knows which PostgreSQL has uuidv7(): one place for that version
     try:
-        return compiler.process(ServerUuid7(), **kw)
+        function = compiler.process(ServerUuid7(), **kw)  # no column: checks the version only
     except UnsupportedServerFunctionError as exc:
         raise _refuse(
             server_named("PostgreSQL", compiler.dialect),
             "has no time-ordered UUID function (uuidv7() came in 18; gen_random_uuid() "
             "is random and would scatter the index)",
         ) from exc
+    check_postgresql_storage(element, compiler.dialect, "server_uuid()")
+    return function
 
 
 def _compile_mysql_family(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str:
