@@ -241,19 +241,15 @@ def _guid_problem(type_: sqltypes.TypeEngine[Any]) -> str | None:
 
     ``CombGuid`` and a ``TypeDecorator`` that converts the value (its own
     ``process_bind_param``) may; another ``TypeDecorator`` is judged by its
-    ``impl``. Plain text is refused: sqlite3, aiosqlite and asyncpg refuse a
-    ``uuid.UUID`` bound to it (``CombGuid()`` stores the text and converts).
+    ``impl``. Text of 36 characters and ``Uuid(as_uuid=False)`` may: psycopg,
+    PyMySQL and asyncmy bind a ``uuid.UUID`` there, sqlite3, aiosqlite and
+    asyncpg refuse it at the INSERT (documented; ``CombGuid()`` converts).
     """
     if _instance(type_, "types", "CombGuid"):
         return None
     if isinstance(type_, sqltypes.TypeDecorator):
         return None if _converts(type_) else _guid_problem(type_.impl_instance)
     if isinstance(type_, sqltypes.Uuid):
-        if not type_.as_uuid:
-            return (
-                f"{type_!r} takes the text of a GUID (as_uuid=False), and the default "
-                "mints uuid.UUID values"
-            )
         return None
     if isinstance(type_, sqltypes.Enum):
         return f"{type_!r} holds only its listed values"
@@ -263,10 +259,7 @@ def _guid_problem(type_: sqltypes.TypeEngine[Any]) -> str | None:
                 f"{type_!r} holds {type_.length} characters; the text form of a GUID "
                 f"has {_GUID_LENGTH}"
             )
-        return (
-            f"{type_!r} is text, and sqlite3, aiosqlite and asyncpg refuse to bind the "
-            "uuid.UUID values the default mints to text"
-        )
+        return None
     if isinstance(type_, (sqltypes.Integer, sqltypes.Numeric, sqltypes.Float, *_NOT_NUMBERS)):
         return f"{type_!r} cannot store a uuid.UUID"
     return None

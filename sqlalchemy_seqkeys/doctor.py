@@ -503,7 +503,10 @@ def _alter_type(ctx: _Context, key: _Key, real: dict[str, Any]) -> str:
     wanted = "sa.BigInteger()"
     if unsigned:
         mysql = family(ctx.dialect) == "mysql"
-        wanted = "mysql.BIGINT(unsigned=True)" if mysql else "sa.Numeric(20, 0)"
+        if mysql:
+            wanted = "mysql.BIGINT(unsigned=True)"
+        elif dialect_key(ctx.dialect) != "sqlite":  # SQLite binds NUMERIC as a float
+            wanted = "sa.Numeric(20, 0)"
     more = [f"existing_type={_type_code(real['type'])}", f"type_={wanted}"]
     if family(ctx.dialect) == "postgresql":  # text to a number needs USING
         column = ctx.dialect.identifier_preparer.quote(key.column.name)

@@ -199,8 +199,8 @@ class SnowflakeLayout(LayoutPresets):
     (Discord's, Instagram's, Mastodon's) keeps its ids below 2**63 by using one
     timestamp bit less, which shortens its life (see :attr:`exhausts_at`),
     unless ``unsigned=True`` declares that its column holds 64-bit unsigned
-    values (``Numeric(20, 0)``, MySQL's ``BIGINT UNSIGNED``): a key column
-    with a plain ``BigInteger`` is then refused.
+    values (``Numeric(20, 0)``, with an integer variant for SQLite, or MySQL's
+    ``BIGINT UNSIGNED``): a key column with a plain ``BigInteger`` is then refused.
 
     A layout whose timestamp runs out less than ten years from now warns
     (:class:`~sqlalchemy_seqkeys.ShortLifeWarning`) unless
