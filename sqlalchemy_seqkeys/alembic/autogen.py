@@ -1,14 +1,11 @@
 """Autogenerate: find the seqkeys objects the models declare and the database lacks.
 
-With the plugin named in ``autogenerate_plugins``, :func:`compare_seqkeys` proposes missing
-sequences and worker-lease tables (as their own operations, not ``op.create_table``),
-table-sequence rows and bit-reversed sequences, and the upgrades of tables older versions
-made; objects that exist are left alone, so a second run finds nothing. A sequences table the
-declared sequences use is never proposed for dropping, declared or not, and a new sequence
-that is the default of a column of a table the database has is followed by its resync.
+With the plugin in ``autogenerate_plugins``, :func:`compare_seqkeys` proposes the missing
+sequences, worker-lease tables, table-sequence rows and bit-reversed sequences (their own
+operations) and the upgrades of older tables; it never proposes dropping a sequences table
+the declared sequences use, and follows a new sequence on a table with rows by its resync.
 :func:`render_item` renders shard columns and ``server_uuid7()``/``server_uuid()`` defaults
-as themselves, and such a default matches the one the server reports, so
-``compare_server_default`` finds no change.
+as themselves, and those match what the server reports.
 
 User guide: docs/alembic.md.
 """
