@@ -13,9 +13,9 @@ User guide: docs/choosing.md (Server-minted keys).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 
@@ -78,25 +78,8 @@ def _refuse(server: str, why: str) -> UnsupportedServerFunctionError:
     return UnsupportedServerFunctionError(f"server_uuid(): {server} {why}; {CLIENT_SIDE}")
 
 
-def _check_storage(
-    element: ServerUuid,
-    dialect: Dialect,
-    server: str,
-    function: str,
-    wanted: tuple[str, ...],
-    declare: str,
-    fits: str = "keeps time order only in",
-) -> None:
-    check_storage(
-        element,
-        dialect,
-        declared="server_uuid()",
-        server=server,
-        function=function,
-        wanted=wanted,
-        declare=declare,
-        fits=fits,
-    )
+#: the storage check, its messages naming server_uuid()
+_check_storage = functools.partial(check_storage, declared="server_uuid()")
 
 
 # -- per dialect -------------------------------------------------------------------------

@@ -217,13 +217,13 @@ def column_storage(element: ServerUuidFunction, dialect: Dialect) -> str | None:
 def check_storage(
     element: ServerUuidFunction,
     dialect: Dialect,
-    *,
-    declared: str,
     server: str,
     function: str,
     wanted: tuple[str, ...],
     declare: str,
     fits: str = "keeps time order only in",
+    *,
+    declared: str,
 ) -> None:
     """Raise unless the column (if known) is stored as one of ``wanted``.
 
