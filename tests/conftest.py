@@ -31,6 +31,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+
+# grpcio 1.81 and later (grpc/grpc issue 43055, open): in a process whose Spanner client
+# ran, a child started by subprocess (initdb of the PostgreSQL 18 harness) can abort before
+# its exec in gRPC's fork handler ("epoll_wait error: Bad file descriptor"). No test forks a
+# process that goes on using gRPC, so the suite turns gRPC's fork support off, before the
+# first import of grpc.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
