@@ -213,11 +213,12 @@ def test_a_child_of_an_asyncio_lease_refuses_until_bound_to_its_own(
 
         async def own_lease() -> list[int]:
             engine = create_async_engine(url)
-            async with AsyncWorkerLease(engine, ttl=10, max_worker_id=15) as mine:
-                ids.bind(mine)
-                minted = [ids() for _ in range(PER_PROCESS)]
-            await engine.dispose()
-            return minted
+            try:
+                async with AsyncWorkerLease(engine, ttl=10, max_worker_id=15) as mine:
+                    ids.bind(mine)
+                    return [ids() for _ in range(PER_PROCESS)]
+            finally:
+                await engine.dispose()
 
         # a libc-forked child still sees the parent's loop as running in this thread
         # (os.fork() resets that, libc's fork() does not): a loop of its own, elsewhere
@@ -227,14 +228,20 @@ def test_a_child_of_an_asyncio_lease_refuses_until_bound_to_its_own(
 
     async def main() -> tuple[int, str]:
         engine = create_async_engine(url)
-        async with AsyncWorkerLease(engine, ttl=10, max_worker_id=15) as lease:
-            ids.bind(lease)
-            parent.append(ids())
-            text = _in_child(
-                FORKS[fork], in_the_child, lambda: parent.extend(ids() for _ in range(PER_PROCESS))
-            )
-            parent.append(ids())  # the parent's binding is untouched
-        await engine.dispose()
+        # _in_child waits for the child on this loop, so the renewal task cannot run
+        # meanwhile: a ttl far longer than the child takes on a loaded machine
+        try:  # disposed even on failure: an unclosed connection would fail a later test
+            async with AsyncWorkerLease(engine, ttl=120, max_worker_id=15) as lease:
+                ids.bind(lease)
+                parent.append(ids())
+                text = _in_child(
+                    FORKS[fork],
+                    in_the_child,
+                    lambda: parent.extend(ids() for _ in range(PER_PROCESS)),
+                )
+                parent.append(ids())  # the parent's binding is untouched
+        finally:
+            await engine.dispose()
         return lease.worker_id, text
 
     worker_id, text = asyncio.run(main())
