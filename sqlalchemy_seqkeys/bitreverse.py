@@ -12,7 +12,6 @@ User guide: docs/strategies/bit-reversed.md.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +39,7 @@ from sqlalchemy_seqkeys.sequences._contract import (
     NOT_GIVEN,
     NativeOrRowSequence,
     Unset,
+    deprecated_factory,
     resolve_alias,
 )
 from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
@@ -541,46 +541,19 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
             return [self._value(conn) for _ in range(n)]
 
 
-def bit_reversed_sequence(
-    name: str,
-    *,
-    start_with_counter: int = 1,
-    skip_range: SkipRange | None = None,
-    batch_size: int = 1,
-    schema: str | None = None,
-    table: str = DEFAULT_TABLE,
-    metadata: sa.MetaData | None = None,
-) -> BitReversedSequence:
+bit_reversed_sequence = deprecated_factory(
+    BitReversedSequence,
+    "bit_reversed_sequence",
+    ("name",),
+    {"start_with_counter": "start"},
     """Deprecated since 0.3 (goes in 0.4): use :class:`BitReversedSequence`, which takes the same.
 
     ``bit_reversed_sequence(name, start_with_counter=5, ...)`` is
-    ``BitReversedSequence(name, start=5, ...)``.
-
-    :param name: the sequence's name.
-    :param start_with_counter: ``BitReversedSequence``'s ``start``.
-    :param skip_range: ``(low, high)``: values never handed out (inclusive).
-    :param batch_size: counters per statement, held in memory.
-    :param schema: the native sequence's schema.
-    :param table: the sequences table where the engine has no sequences.
-    :param metadata: create and drop it with this ``MetaData``.
+    ``BitReversedSequence(name, start=5, ...)``; the class takes
+    ``start_with_counter=`` as an alias of ``start=``.
 
     Example::
 
         order_id = BitReversedSequence("order_id", start=1000)   # not bit_reversed_sequence(...)
-    """
-    warnings.warn(
-        "bit_reversed_sequence() is deprecated since version 0.3 and goes in 0.4: use the "
-        f"class, BitReversedSequence({name!r}, start={start_with_counter!r}, ...), which takes "
-        "the same arguments (start= is start_with_counter=)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return BitReversedSequence(
-        name,
-        start_with_counter=start_with_counter,
-        skip_range=skip_range,
-        batch_size=batch_size,
-        schema=schema,
-        table=table,
-        metadata=metadata,
-    )
+    """,
+)

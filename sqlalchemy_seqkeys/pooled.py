@@ -13,7 +13,6 @@ User guide: docs/strategies/pooled.md.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -48,6 +47,7 @@ from sqlalchemy_seqkeys.sequences._contract import (
     NOT_GIVEN,
     NativeOrRowSequence,
     Unset,
+    deprecated_factory,
     resolve_alias,
 )
 from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
@@ -359,45 +359,21 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
         return self.fallback
 
 
-def pooled_sequence(
-    name: str,
-    allocation_size: int = 50,
-    *,
-    start: int = 1,
-    metadata: sa.MetaData | None = None,
-    schema: str | None = None,
-    table: str = DEFAULT_TABLE,
-) -> PooledSequence:
+pooled_sequence = deprecated_factory(
+    PooledSequence,
+    "pooled_sequence",
+    ("name", "allocation_size"),
+    {"allocation_size": "batch_size"},
     """Deprecated since 0.3 (goes in 0.4): use :class:`PooledSequence`, which takes the same.
 
-    ``pooled_sequence(name, 50, ...)`` is ``PooledSequence(name, batch_size=50, ...)``.
-
-    :param name: the sequence's name.
-    :param allocation_size: ``PooledSequence``'s ``batch_size``.
-    :param start: the first key.
-    :param metadata: create and drop it with this ``MetaData``.
-    :param schema: the native sequence's schema.
-    :param table: the sequences table where the engine has no such sequence.
+    ``pooled_sequence(name, 50, ...)`` is ``PooledSequence(name, batch_size=50, ...)``;
+    the class takes ``allocation_size=`` as an alias of ``batch_size=``.
 
     Example::
 
         order_id = PooledSequence("order_id", batch_size=50)   # not pooled_sequence("order_id", 50)
-    """
-    warnings.warn(
-        "pooled_sequence() is deprecated since version 0.3 and goes in 0.4: use the class, "
-        f"PooledSequence({name!r}, batch_size={allocation_size!r}, ...), which takes the "
-        "same arguments",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return PooledSequence(
-        name,
-        allocation_size=allocation_size,
-        start=start,
-        schema=schema,
-        table=table,
-        metadata=metadata,
-    )
+    """,
+)
 
 
 # -- resync ------------------------------------------------------------------------

@@ -11,7 +11,10 @@ See docs/reference/sequences.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+import inspect
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, Protocol, TypeVar, runtime_checkable
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -38,6 +41,7 @@ __all__ = [
     "SequenceContract",
     "Unset",
     "create_native",
+    "deprecated_factory",
     "drop_native",
     "native_exists",
     "resolve_alias",
@@ -112,6 +116,45 @@ def resolve_alias(
             f"{alias}={alias_value!r}); {name} is the name every sequence class takes"
         )
     return alias_value
+
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def deprecated_factory(
+    cls: Callable[_P, _T], old: str, positional: tuple[str, ...], renames: dict[str, str], doc: str
+) -> Callable[_P, _T]:
+    """``old()``, a factory of version 0.2 that calls ``cls``: it warns on every call.
+
+    The class takes the factory's argument names as aliases, so the call is
+    passed on as written; the warning spells it with the class's names
+    (``renames``), the arguments in ``positional`` given by keyword.
+    """
+    new = getattr(cls, "__name__", old)
+
+    def factory(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        given = [*zip(positional, args, strict=False), *kwargs.items()]
+        call = ", ".join(
+            repr(value) if not n else f"{renames.get(key, key)}={value!r}"
+            for n, (key, value) in enumerate(given)
+        )
+        warnings.warn(
+            f"{old}() is deprecated since version 0.3 and goes in 0.4: use the class, "
+            f"{new}({call}), which takes the same arguments",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return cls(*args, **kwargs)
+
+    factory.__name__ = factory.__qualname__ = old
+    factory.__module__ = getattr(cls, "__module__", __name__)
+    factory.__doc__ = doc
+    # help() and inspect.signature show the class's arguments, returning the class
+    factory.__signature__ = inspect.signature(cls).replace(  # type: ignore[attr-defined]
+        return_annotation=new
+    )
+    return factory
 
 
 def native_exists(conn: sa.Connection, sequence: sa.Sequence) -> bool:

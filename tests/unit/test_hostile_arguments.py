@@ -657,15 +657,20 @@ TARGETS: list[Target] = [
     Target(
         "pooled_sequence",
         sk.pooled_sequence,
-        lambda: {"name": "p", "allocation_size": 50, "start": 1},
-        {**_POOLED_BAD, "metadata": metadata(nullable=True)},
+        lambda: {"name": "p"},
+        {
+            **_POOLED_BAD,
+            "batch_size": integer(1, MAX_ALLOCATION_SIZE),
+            "metadata": metadata(nullable=True),
+        },
     ),
     Target(
         "bit_reversed_sequence",
         sk.bit_reversed_sequence,
-        lambda: {"name": "b", "start_with_counter": 1},
+        lambda: {"name": "b"},
         {
             **_BIT_REVERSED_BAD,
+            "start": integer(1, BIG),
             "batch_size": integer(1, MAX_BIT_REVERSED_BATCH),
             "metadata": metadata(nullable=True),
         },
