@@ -21,10 +21,6 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateSequence
 from sqlalchemy.sql.compiler import DDLCompiler
 
-from sqlalchemy_seqkeys._blocks import (
-    batch_counter,
-    begin,
-)
 from sqlalchemy_seqkeys._dialect import (
     facts,
     has_sequences,
@@ -34,6 +30,7 @@ from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.dialects import BlockStatement
 from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
+from sqlalchemy_seqkeys.sequences._aio import begin
 from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, values_block
 from sqlalchemy_seqkeys.sequences._contract import (
     NOT_GIVEN,
@@ -499,11 +496,10 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
         # batch_size 1: in the inserting transaction, gapless, as before. A
         # block handed out across transactions must be committed on its own,
         # or a rollback would give back counters still held in memory.
-        if self.batch_size == 1:
-            return TableSequence(
-                self.name, mode="in_transaction", start=self.start_with_counter, table=self.table
-            )
-        return batch_counter(self.name, self.batch_size, self.start_with_counter, self.table)
+        mode = "in_transaction" if self.batch_size == 1 else "batch"
+        return TableSequence(
+            self.name, mode=mode, batch_size=self.batch_size, start=self.start, table=self.table
+        )
 
     def _forget_all(self) -> None:
         self._blocks.forget()

@@ -18,11 +18,6 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultExecutionContext
 
-from sqlalchemy_seqkeys._blocks import (
-    batch_counter,
-    begin,
-    connect,
-)
 from sqlalchemy_seqkeys._dialect import (
     check_identifier,
     facts,
@@ -42,6 +37,7 @@ from sqlalchemy_seqkeys.errors import (
     SequenceNotFoundError,
 )
 from sqlalchemy_seqkeys.sequences import _aio
+from sqlalchemy_seqkeys.sequences._aio import begin, connect
 from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, range_block
 from sqlalchemy_seqkeys.sequences._contract import (
     NOT_GIVEN,
@@ -346,7 +342,11 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
             )
 
     def _new_fallback(self) -> TableSequence:
-        return batch_counter(self.name, self.allocation_size, self.start, self.table)
+        # its sequences-table row, taken in blocks committed on their own (a block
+        # handed out across transactions must not come back with a rollback)
+        return TableSequence(
+            self.name, mode="batch", batch_size=self.batch_size, start=self.start, table=self.table
+        )
 
     def _forget_all(self) -> None:
         self._blocks.forget()
