@@ -20,7 +20,7 @@ import shlex
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -90,14 +90,7 @@ class DoctorFinding:
 
     def as_dict(self) -> dict[str, Any]:
         """The finding as JSON-ready values (the ``findings`` items of ``--json``)."""
-        return {
-            "check": self.check,
-            "subject": self.subject,
-            "status": self.status,
-            "message": self.message,
-            "fix": self.fix,
-            "details": self.details,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
