@@ -1,5 +1,6 @@
 """Small helpers the tests share: run code in threads, in a forked child, or in a fresh
-interpreter without a package; SQL Server's ``uniqueidentifier`` order."""
+interpreter without a package; tables and tenant schemas created anew; SQL Server's
+``uniqueidentifier`` order."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import NoReturn, TypeVar
 
@@ -244,6 +245,31 @@ def fresh_table(
     metadata = sa.MetaData()
     declare(metadata)
     return fresh_tables(engine, metadata)
+
+
+def tenant_engines(engine: sa.Engine, schemas: Sequence[str]) -> list[sa.Engine]:
+    """``engine`` under a ``schema_translate_map`` to each of ``schemas``: one per tenant."""
+    return [engine.execution_options(schema_translate_map={None: s}) for s in schemas]
+
+
+@contextmanager
+def tenant_schemas(engine: sa.Engine, *names: str) -> Iterator[list[sa.Engine]]:
+    """PostgreSQL schemas ``names`` created anew (what an earlier run left is dropped
+    first), dropped after with what they hold; yields :func:`tenant_engines` for them."""
+
+    def drop() -> None:
+        with engine.begin() as conn:
+            for name in names:
+                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {name} CASCADE"))
+
+    drop()
+    with engine.begin() as conn:
+        for name in names:
+            conn.execute(sa.text(f"CREATE SCHEMA {name}"))
+    try:
+        yield tenant_engines(engine, names)
+    finally:
+        drop()
 
 
 def without_package(package: str, code: str) -> str:

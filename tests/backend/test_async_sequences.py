@@ -39,7 +39,7 @@ from sqlalchemy_seqkeys.sequences import (
 )
 from sqlalchemy_seqkeys.sequences.table import read_next_value
 from tests._async_run import run
-from tests._helpers import fresh_table, fresh_tables
+from tests._helpers import fresh_table, fresh_tables, tenant_schemas
 from tests._loopticker import BLOCKED_S, LoopTicker
 from tests._sequences import MODES, sequences_db, sequences_server_db  # noqa: F401 - db, server_db fixtures
 from tests.conftest import AsyncDatabase
@@ -477,13 +477,8 @@ def test_a_connection_killed_during_an_allocation_is_retried(
 
 def test_tenants_stay_apart_under_asyncio(pg_db: AsyncDatabase) -> None:
     schemas = ("seqkeys_async_tenant_a", "seqkeys_async_tenant_b")
-    with pg_db.sync.begin() as conn:
-        for schema in schemas:
-            conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
-            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-    try:
-        for start, schema in zip((100, 5000), schemas, strict=True):
-            tenant = pg_db.sync.execution_options(schema_translate_map={None: schema})
+    with tenant_schemas(pg_db.sync, *schemas) as tenants:
+        for start, tenant in zip((100, 5000), tenants, strict=True):
             metadata = sa.MetaData()
             sequences_table(metadata)
             metadata.create_all(tenant)
@@ -501,10 +496,6 @@ def test_tenants_stay_apart_under_asyncio(pg_db: AsyncDatabase) -> None:
             return taken
 
         taken = run(pg_db, body)
-    finally:
-        with pg_db.sync.begin() as conn:
-            for schema in schemas:
-                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
     a, b = taken[schemas[0]], taken[schemas[1]]
     assert all(100 <= v < 5000 for v in a), a
     assert all(v >= 5000 for v in b), b

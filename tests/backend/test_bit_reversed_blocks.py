@@ -32,6 +32,7 @@ from sqlalchemy_seqkeys import (
 from tests._forking import libc_fork as _libc_fork
 from tests._helpers import in_forked_child
 from tests._servers import MariaDBUnavailableError, private_mariadb
+from tests.backend._tenants import Tenants, two_tenants  # noqa: F401 - the tenants fixture
 
 pytestmark = pytest.mark.backend
 
@@ -332,34 +333,9 @@ def test_a_forked_child_never_hands_out_the_parents_block(
 # -- tenants ------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["postgresql", "mysql"])
-def tenants(request: pytest.FixtureRequest, engines: Any) -> Iterator[tuple[Engine, list[str]]]:
-    """An engine and two schemas (MariaDB: databases) of this run, dropped afterwards."""
-    engine: Engine = engines.get(request.param)
-    if request.param == "mysql":
-        with (
-            engines.fresh_database("mysql", "brb_a") as a,
-            engines.fresh_database("mysql", "brb_b") as b,
-        ):
-            yield engine, [str(sa.make_url(a).database), str(sa.make_url(b).database)]
-        return
-    schemas = ["seqkeys_brb_a", "seqkeys_brb_b"]
-    for schema in schemas:
-        with engine.begin() as conn:
-            conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
-            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-    try:
-        yield engine, schemas
-    finally:
-        for schema in schemas:
-            with engine.begin() as conn:
-                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
-
-
-def test_each_tenant_has_its_own_sequence_and_blocks(tenants: tuple[Engine, list[str]]) -> None:
+def test_each_tenant_has_its_own_sequence_and_blocks(tenants: Tenants) -> None:
     """A schema_translate_map moves the block statement (MariaDB: seq_1_to_N too)."""
-    engine, schemas = tenants
-    a, b = (engine.execution_options(schema_translate_map={None: s}) for s in schemas)
+    _, _, (a, b) = tenants
     for start, tenant in ((100, a), (5000, b)):
         BitReversedSequence("orders", start=start).create(tenant)
     sequence = BitReversedSequence("orders", batch_size=BATCH)

@@ -4,47 +4,19 @@ blocks (PostgreSQL schemas, MariaDB databases).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import PooledSequence, PooledSequenceMismatchError, resync_pooled_sequence
 from tests.backend._pooled import ROWS, execute
+from tests.backend._tenants import Tenants, two_tenants  # noqa: F401 - the tenants fixture
 
 pytestmark = pytest.mark.backend
 
 
-@pytest.fixture(params=["postgresql", "mysql"])
-def tenants(request: pytest.FixtureRequest, engines: Any) -> Iterator[tuple[Engine, list[str]]]:
-    """An engine and two schemas (MariaDB: databases) of this run, dropped afterwards."""
-    engine = engines.get(request.param)
-    if request.param == "mysql":
-        with (
-            engines.fresh_database("mysql", "pooled_a") as a,
-            engines.fresh_database("mysql", "pooled_b") as b,
-        ):
-            yield engine, [str(sa.make_url(a).database), str(sa.make_url(b).database)]
-        return
-    schemas = ["seqkeys_pooled_a", "seqkeys_pooled_b"]
-    for schema in schemas:
-        execute(engine, f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-        execute(engine, f"CREATE SCHEMA {schema}")
-    try:
-        yield engine, schemas
-    finally:
-        for schema in schemas:
-            execute(engine, f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-
-
-def test_tenants_have_their_own_sequences_and_blocks(
-    tenants: tuple[Engine, list[str]],
-) -> None:
+def test_tenants_have_their_own_sequences_and_blocks(tenants: Tenants) -> None:
     """A schema_translate_map reaches the catalog check, nextval and resync."""
-    engine, schemas = tenants
-    a, b = (engine.execution_options(schema_translate_map={None: s}) for s in schemas)
+    engine, schemas, (a, b) = tenants
     for start, tenant in zip((100, 5000), (a, b), strict=True):
         PooledSequence("orders", batch_size=10, start=start).create(tenant)
     sequence = PooledSequence("orders", batch_size=10)

@@ -21,6 +21,7 @@ from sqlalchemy_seqkeys import (
 )
 from sqlalchemy_seqkeys.cli import main
 from sqlalchemy_seqkeys.sequences.table import read_next_value
+from tests._helpers import tenant_schemas
 
 pytestmark = pytest.mark.backend
 
@@ -173,17 +174,7 @@ def test_resync_beside_concurrent_allocations(server_data: tuple[Engine, sa.Tabl
 
 def test_a_tenant_resyncs_from_its_own_table(pg_engine: Engine) -> None:
     """Under a schema_translate_map the MAX is read from the tenant's table, the row is its own."""
-    schemas = ["seqkeys_resync_a", "seqkeys_resync_b"]
-
-    def run(sql: str) -> None:
-        with pg_engine.begin() as conn:
-            conn.execute(sa.text(sql))
-
-    for schema in schemas:
-        run(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-        run(f"CREATE SCHEMA {schema}")
-    try:
-        a, b = (pg_engine.execution_options(schema_translate_map={None: s}) for s in schemas)
+    with tenant_schemas(pg_engine, "seqkeys_resync_a", "seqkeys_resync_b") as (a, b):
         metadata = sa.MetaData()
         sequences_table(metadata)
         rows = sa.Table(
@@ -200,6 +191,3 @@ def test_a_tenant_resyncs_from_its_own_table(pg_engine: Engine) -> None:
         assert resync_table_sequence(b, "imported", rows, "id") == 4
         assert TableSequence("imported", mode="separate").next_value(a) == 901
         assert TableSequence("imported", mode="separate").next_value(b) == 4
-    finally:
-        for schema in schemas:
-            run(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

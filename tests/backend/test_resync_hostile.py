@@ -29,6 +29,7 @@ from sqlalchemy_seqkeys import (
 from sqlalchemy_seqkeys.cli import main
 from sqlalchemy_seqkeys.pooled import resync_pooled_sequence_async
 from sqlalchemy_seqkeys.sequences.table import read_next_value
+from tests._helpers import tenant_schemas
 from tests.backend._pooled import TABLE as POOLED_TABLE
 from tests.conftest import AsyncDatabase
 
@@ -181,36 +182,33 @@ def test_the_async_twins_refuse_a_text_key_column(async_database: AsyncDatabase)
         _drop_pooled(sync)
 
 
-def test_a_tenant_key_column_is_reflected_in_the_tenants_schema(pg_engine: Engine) -> None:
-    """Under a schema_translate_map the type checked is the tenant's table's, not public's."""
-    schemas = ["seqkeys_hostile_a", "seqkeys_hostile_b"]
+def test_a_tenants_key_column_is_judged_by_the_max_in_its_schema(pg_engine: Engine) -> None:
+    """Under a schema_translate_map the MAX judged is read from the tenant's table: a's
+    text MAX is refused, b's integer one resyncs; public's table of that name plays no part."""
+    schemas = ("seqkeys_hostile_a", "seqkeys_hostile_b")
 
     def run(sql: str) -> None:
         with pg_engine.begin() as conn:
             conn.execute(sa.text(sql))
 
-    for schema in schemas:
-        run(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-        run(f"CREATE SCHEMA {schema}")
-    try:
-        a, b = (pg_engine.execution_options(schema_translate_map={None: s}) for s in schemas)
-        for tenant, key_type in ((a, sa.String(20)), (b, sa.BigInteger)):
-            metadata = sa.MetaData()
-            sequences_table(metadata)
-            sa.Table(TEXT, metadata, sa.Column("id", key_type, primary_key=True))
-            metadata.create_all(tenant)
-            create_table_sequence(tenant, SEQ, start=5)
-        run(f"INSERT INTO {schemas[0]}.{TEXT} VALUES ('999'), ('1000')")
-        run(f"INSERT INTO {schemas[1]}.{TEXT} VALUES (999), (1000)")
-        # the untranslated name finds this one: a text column, where b's is BIGINT
-        run(f"CREATE TABLE {TEXT} (id VARCHAR(20) PRIMARY KEY)")
-        with pytest.raises(InvalidSequenceError, match=NOT_INTEGERS):
-            resync_table_sequence(a, SEQ, TEXT, "id")
-        assert resync_table_sequence(b, SEQ, TEXT, "id") == 1001
-    finally:
-        run(f"DROP TABLE IF EXISTS {TEXT}")
-        for schema in schemas:
-            run(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    with tenant_schemas(pg_engine, *schemas) as (a, b):
+        try:
+            for tenant, key_type in ((a, sa.String(20)), (b, sa.BigInteger)):
+                metadata = sa.MetaData()
+                sequences_table(metadata)
+                sa.Table(TEXT, metadata, sa.Column("id", key_type, primary_key=True))
+                metadata.create_all(tenant)
+                create_table_sequence(tenant, SEQ, start=5)
+            run(f"INSERT INTO {schemas[0]}.{TEXT} VALUES ('999'), ('1000')")
+            run(f"INSERT INTO {schemas[1]}.{TEXT} VALUES (999), (1000)")
+            # the untranslated name finds this one, empty: read from it, a would find no
+            # MAX to refuse and b none to move past
+            run(f"CREATE TABLE {TEXT} (id VARCHAR(20) PRIMARY KEY)")
+            with pytest.raises(InvalidSequenceError, match=NOT_INTEGERS):
+                resync_table_sequence(a, SEQ, TEXT, "id")
+            assert resync_table_sequence(b, SEQ, TEXT, "id") == 1001
+        finally:
+            run(f"DROP TABLE IF EXISTS {TEXT}")
 
 
 # -- integer keys in columns whose declared type is no plain integer type: still resynced --

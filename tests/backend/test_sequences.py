@@ -42,7 +42,7 @@ from sqlalchemy_seqkeys import (
 from sqlalchemy_seqkeys.sequences import allocate
 from sqlalchemy_seqkeys.sequences._allocator import refills
 from sqlalchemy_seqkeys.sequences.table import MAX_VALUE, read_next_value
-from tests._helpers import fresh_table, fresh_tables, in_forked_child
+from tests._helpers import fresh_table, fresh_tables, in_forked_child, tenant_schemas
 
 from . import _seq_workers
 
@@ -452,34 +452,23 @@ def test_compare_and_swap_without_returning_is_safe_in_autocommit(tmp_path: Path
 
 def test_schema_translate_map_keeps_tenants_apart(pg_engine: Engine) -> None:
     """Each tenant's sequences table hands out its own values, block state included."""
-    with pg_engine.begin() as conn:
-        for schema in ("seqkeys_tenant_a", "seqkeys_tenant_b"):
-            conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
-            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-    try:
-        tenants = {
-            schema: pg_engine.execution_options(schema_translate_map={None: schema})
-            for schema in ("seqkeys_tenant_a", "seqkeys_tenant_b")
-        }
-        for start, tenant in zip((100, 5000), tenants.values(), strict=True):
+    with tenant_schemas(pg_engine, "seqkeys_tenant_a", "seqkeys_tenant_b") as tenants:
+        for start, tenant in zip((100, 5000), tenants, strict=True):
             metadata = sa.MetaData()
             sequences_table(metadata)
             metadata.create_all(tenant)
             create_table_sequence(tenant, "orders", start=start)
+        tenant_a, tenant_b = tenants
         for mode in ("separate", "batch", "async_batch"):
             sequence = TableSequence("orders", mode=mode, batch_size=10, low_watermark=3)
-            a = sequence.next_values(tenants["seqkeys_tenant_a"], 12)
-            b = sequence.next_values(tenants["seqkeys_tenant_b"], 12)
+            a = sequence.next_values(tenant_a, 12)
+            b = sequence.next_values(tenant_b, 12)
             assert all(100 <= v < 5000 for v in a), a
             assert all(v >= 5000 for v in b), b
-            with tenants["seqkeys_tenant_b"].connect() as conn:  # map on the engine
+            with tenant_b.connect() as conn:  # map on the engine
                 c = sequence.next_values(conn, 3)
             assert all(v >= 5000 for v in c)
             assert not set(b) & set(c)
-    finally:
-        with pg_engine.begin() as conn:
-            for schema in ("seqkeys_tenant_a", "seqkeys_tenant_b"):
-                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
 
 
 def _statement_tenant_defaults() -> dict[str, Any]:
@@ -504,17 +493,11 @@ def test_a_schema_translate_map_given_per_statement_reaches_the_key(
     # (as a plain sqlalchemy.Sequence's nextval, rendered in the INSERT, does). It
     # came from the default schema's: the tenant's next insert collided
     default = _statement_tenant_defaults()[kind]
-    schemas = ("seqkeys_st_a", "seqkeys_st_b")
     metadata = sa.MetaData()
     sequences_table(metadata)
     rows = _rows_keyed_by(default, "st_rows", metadata)
-    with pg_engine.begin() as conn:
-        for schema in schemas:
-            conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
-            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-    try:
-        for start, schema in zip((1, 1_000_000), schemas, strict=True):
-            tenant = pg_engine.execution_options(schema_translate_map={None: schema})
+    with tenant_schemas(pg_engine, "seqkeys_st_a", "seqkeys_st_b") as tenants:
+        for start, tenant in zip((1, 1_000_000), tenants, strict=True):
             metadata.create_all(tenant)
             create_table_sequence(tenant, "st_orders", start=start)
             PooledSequence("st_pooled", batch_size=10, start=start).create(tenant)
@@ -525,7 +508,7 @@ def test_a_schema_translate_map_given_per_statement_reaches_the_key(
         with pg_engine.begin() as conn:
             conn.execute(rows.insert(), [{"n": 1}, {"n": 2}], execution_options=per_statement)
             conn.execute(rows.insert(), {"n": 3}, execution_options=per_statement)
-        tenant_b = pg_engine.execution_options(schema_translate_map={None: "seqkeys_st_b"})
+        tenant_a, tenant_b = tenants
         with tenant_b.begin() as conn:  # the map on the connection: the usual way
             conn.execute(rows.insert(), [{"n": n} for n in range(4, 8)])
             ids = list(conn.scalars(sa.select(rows.c.id)))
@@ -533,13 +516,8 @@ def test_a_schema_translate_map_given_per_statement_reaches_the_key(
         if "BitReversed" in kind:
             ids = [reverse_bits(i) for i in ids]
         assert all(i >= 1_000_000 for i in ids), ids  # all from tenant b's sequence
-        tenant_a = pg_engine.execution_options(schema_translate_map={None: "seqkeys_st_a"})
         with tenant_a.connect() as conn:  # the other tenant: untouched
             assert list(conn.scalars(sa.select(rows.c.id))) == []
-    finally:
-        with pg_engine.begin() as conn:
-            for schema in schemas:
-                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
 
 
 @pytest.mark.parametrize("pool", ["singleton", "static"])
