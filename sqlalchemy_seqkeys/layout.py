@@ -95,8 +95,21 @@ def _check_sizes(layout: SnowflakeLayout) -> None:
         )
 
 
+def _utc_epoch(epoch: object) -> datetime:
+    # The epoch as its UTC instant, so that layouts compare and hash by instant:
+    # Python compares two datetimes sharing a tzinfo object by wall clock, ignoring
+    # fold, which made epochs an hour apart in an autumn overlap equal.
+    aware = check_aware(epoch, "epoch", InvalidSnowflakeError)
+    try:
+        return UNIX_EPOCH + since_unix_epoch(aware)
+    except OverflowError:
+        raise InvalidSnowflakeError(
+            f"epoch {aware.isoformat()} is outside the years 1 to 9999 in UTC, which a "
+            "datetime cannot hold; use a later (or earlier) epoch"
+        ) from None
+
+
 def _check_time(layout: SnowflakeLayout) -> None:
-    check_aware(layout.epoch, "epoch", InvalidSnowflakeError)
     check_flag(layout.allow_short_life, "allow_short_life", InvalidSnowflakeError)
     if not isinstance(layout.time_unit, timedelta) or layout.time_unit <= timedelta(0):
         raise InvalidSnowflakeError(
@@ -210,7 +223,9 @@ class SnowflakeLayout(LayoutPresets):
     :param timestamp_bits: bits of the timestamp, in ``time_unit`` ticks since ``epoch``.
     :param worker_bits: bits of the worker id (0: one generator at a time).
     :param sequence_bits: bits of the per-tick sequence.
-    :param epoch: the instant of tick 0 (timezone-aware).
+    :param epoch: the instant of tick 0 (timezone-aware, in any zone); the
+        layout keeps it in UTC, so that two layouts are equal when their epochs
+        are the same instant, whatever the zone or ``fold`` they were given in.
     :param time_unit: the length of one tick (whole microseconds).
     :param allow_short_life: do not warn about a timestamp that runs out within ten years.
     :param order: the fields from the top: ``("timestamp", "worker", "sequence")``
@@ -246,6 +261,7 @@ class SnowflakeLayout(LayoutPresets):
         object.__setattr__(
             self, "worker_parts", _checked_parts(self.worker_parts, self.worker_bits)
         )
+        object.__setattr__(self, "epoch", _utc_epoch(self.epoch))
         _check_time(self)
         _check_life(self)
 
