@@ -38,6 +38,7 @@ from sqlalchemy_seqkeys import (
 )
 from sqlalchemy_seqkeys.sequences.table import read_next_value
 from tests.backend.test_alembic import load_models, the_script
+from tests.compile.test_alembic_names import assert_every_operation_refuses
 
 sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin (not installed)
 
@@ -377,20 +378,5 @@ def test_a_table_name_too_long_for_the_engine_is_refused(name: str, engines: Any
         op.create_table_sequence("x")
         keys_table(op, "rows", 5)
         for long in LONG[name]:
-            for attempt, args, kwargs in (
-                (op.create_sequences_table, (long,), {}),
-                (op.drop_sequences_table, (long,), {}),
-                (op.create_worker_lease_table, (long,), {}),
-                (op.drop_worker_lease_table, (long,), {}),
-                (op.create_table_sequence, ("y",), {"table": long}),
-                (op.drop_table_sequence, ("y",), {"table": long}),
-                (op.resync_table_sequence, ("x", "rows", "id"), {"sequences_table": long}),
-                (op.make_sequence_names_case_sensitive, (long,), {}),
-                (op.upgrade_worker_lease_table, (), {"table": long}),
-                (op.downgrade_worker_lease_table, (), {"table": long}),
-            ):
-                with pytest.raises(
-                    MigrationError, match=rf"table name '{long}' cannot be used.*{limit}"
-                ):
-                    attempt(*args, **kwargs)
+            assert_every_operation_refuses(op, long, limit)
         assert sorted(sa.inspect(op.get_bind()).get_table_names()) == ["rows", "sequences"]

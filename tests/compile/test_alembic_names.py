@@ -9,6 +9,7 @@ sequence's schema reaches the printed ``CREATE SEQUENCE``.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 import pytest
 from alembic.migration import MigrationContext
@@ -27,6 +28,29 @@ TOO_LONG = [
 ]
 
 
+#: every seqkeys operation that takes a table name, called with ``name`` there (the
+#: servers' refusals: tests/backend/test_alembic_hostile.py)
+TAKE_A_TABLE_NAME: list[Callable[[Operations, str], object]] = [
+    lambda op, name: op.create_sequences_table(name),
+    lambda op, name: op.drop_sequences_table(name),
+    lambda op, name: op.create_worker_lease_table(name),
+    lambda op, name: op.drop_worker_lease_table(name),
+    lambda op, name: op.create_table_sequence("y", table=name),
+    lambda op, name: op.drop_table_sequence("y", table=name),
+    lambda op, name: op.resync_table_sequence("x", "rows", "id", sequences_table=name),
+    lambda op, name: op.make_sequence_names_case_sensitive(name),
+    lambda op, name: op.upgrade_worker_lease_table(table=name),
+    lambda op, name: op.downgrade_worker_lease_table(table=name),
+]
+
+
+def assert_every_operation_refuses(op: Operations, long: str, limit: str) -> None:
+    """Each of TAKE_A_TABLE_NAME refuses the table name ``long``, naming ``limit``."""
+    for attempt in TAKE_A_TABLE_NAME:
+        with pytest.raises(MigrationError, match=rf"table name '{long}' cannot be used.*{limit}"):
+            attempt(op, long)
+
+
 def _offline(dialect: str) -> tuple[Operations, io.StringIO]:
     buffer = io.StringIO()
     context = MigrationContext.configure(
@@ -38,20 +62,7 @@ def _offline(dialect: str) -> tuple[Operations, io.StringIO]:
 @pytest.mark.parametrize(("dialect", "long", "limit"), TOO_LONG, ids=["ascii", "utf8", "mysql"])
 def test_a_table_name_too_long_is_refused_offline(dialect: str, long: str, limit: str) -> None:
     op, buffer = _offline(dialect)
-    for attempt, args, kwargs in (
-        (op.create_sequences_table, (long,), {}),
-        (op.drop_sequences_table, (long,), {}),
-        (op.create_worker_lease_table, (long,), {}),
-        (op.drop_worker_lease_table, (long,), {}),
-        (op.create_table_sequence, ("y",), {"table": long}),
-        (op.drop_table_sequence, ("y",), {"table": long}),
-        (op.resync_table_sequence, ("x", "rows", "id"), {"sequences_table": long}),
-        (op.make_sequence_names_case_sensitive, (long,), {}),
-        (op.upgrade_worker_lease_table, (), {"table": long}),
-        (op.downgrade_worker_lease_table, (), {"table": long}),
-    ):
-        with pytest.raises(MigrationError, match=rf"table name '{long}' cannot be used.*{limit}"):
-            attempt(*args, **kwargs)
+    assert_every_operation_refuses(op, long, limit)
     assert buffer.getvalue() == ""  # nothing printed
 
 
