@@ -10,6 +10,7 @@ page (docs/reference/time-ranges.md); a worked example: docs/strategies/comb-uui
 from __future__ import annotations
 
 import functools
+import operator
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -165,9 +166,34 @@ def comb_bounds(
     return bound(lo_ms), bound(hi_ms)
 
 
-def _order_breaking(transform: Callable[[int], int]) -> str | None:
-    """Why ``transform`` breaks time order, if it is one of the library's own."""
+def _keeps_order(transform: Callable[[int], int]) -> bool:
+    """Whether ``transform`` is known to be strictly increasing: it adds an int to an id
+    (``functools.partial(int.__add__, n)``, ``functools.partial(operator.add, n)`` or
+    ``n.__add__``). No other function can be told to keep order by looking at it."""
+    if isinstance(transform, functools.partial):
+        return (
+            transform.func in (int.__add__, operator.add)
+            and len(transform.args) == 1
+            and not transform.keywords
+            and type(transform.args[0]) is int
+        )
+    offset = getattr(transform, "__self__", None)
+    return type(offset) is int and transform == offset.__add__
+
+
+def _name_of(transform: Callable[[int], int]) -> str:
+    # a name for messages, never a repr (a partial's arguments may be secrets)
+    if isinstance(transform, functools.partial):
+        return f"functools.partial({_name_of(transform.func)}, ...)"
+    name = getattr(transform, "__qualname__", None)
+    return name if isinstance(name, str) else type(transform).__name__
+
+
+def _order_breaking(transform: Callable[[int], int]) -> str:
+    """Why no id range holds a time window under ``transform``, which is not known to keep
+    order: the library's own transforms with their own reasons, any other in general."""
     from .bitreverse import reverse_bits
+    from .opaque import OpaqueBigint
 
     reasons: dict[object, str] = {
         rotate_digits: (
@@ -181,7 +207,18 @@ def _order_breaking(transform: Callable[[int], int]) -> str | None:
         ),
     }
     fn: object = transform.func if isinstance(transform, functools.partial) else transform
-    return reasons.get(fn)
+    if isinstance(getattr(fn, "__self__", None), OpaqueBigint):
+        return (
+            f"{_name_of(transform)} is a keyed permutation: it scatters the ids of a time "
+            "window over the whole key range, and the two bounds it maps, even in order, "
+            "hold a few of them at most"
+        )
+    return reasons.get(fn) or (
+        f"{_name_of(transform)} is not known to keep order (to be strictly increasing), and "
+        "a transform that does not keep order, such as a keyed permutation or a digit "
+        "rotation, scatters the ids of a time window over the key range, even where the "
+        "two bounds it maps come out in order"
+    )
 
 
 def snowflake_bounds(
@@ -216,12 +253,19 @@ def snowflake_bounds(
       :class:`~sqlalchemy_seqkeys.Snowflake` stands for its own layout and
       ``transform`` (then pass no ``transform=``).
     :param transform: the function the ids went through after minting, applied
-      to both bounds; ``None`` (the default): none. It must keep order
-      (strictly increasing, such as adding an offset):
-      :func:`~sqlalchemy_seqkeys.rotate_digits` and
-      :func:`~sqlalchemy_seqkeys.reverse_bits` scatter a window over the key
-      range and raise :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError`, as
-      does a transform found to map the bounds out of order.
+      to both bounds; ``None`` (the default): none. Only a transform known to
+      keep order is taken: adding an int, as
+      ``functools.partial(int.__add__, n)``, ``functools.partial(operator.add, n)``
+      or ``n.__add__``. Any other raises
+      :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError` before it is called:
+      :func:`~sqlalchemy_seqkeys.rotate_digits`,
+      :func:`~sqlalchemy_seqkeys.reverse_bits` and a keyed permutation such as
+      :meth:`OpaqueBigint.encode` scatter a window over the key range (the
+      bounds they map hold a few of its ids at most, even in order), and
+      nothing tells that a function of your own keeps order. Key the table by
+      the untransformed id, or apply a transform you know to be strictly
+      increasing to the bounds yourself:
+      ``map(f, snowflake_bounds(start, end, layout))``.
     """
     if isinstance(layout, Snowflake):
         if transform is not None:
@@ -239,11 +283,16 @@ def snowflake_bounds(
     if transform is not None:
         if not callable(transform):
             raise InvalidSnowflakeError(f"transform must be callable, not {transform!r}")
-        why = _order_breaking(transform)
-        if why is not None:
+        if not _keeps_order(transform):
             raise InvalidSnowflakeError(
-                f"no id range holds the ids of a time window under this transform: {why}. "
-                "Select on a timestamp column instead, or decode ids with Snowflake.decode()"
+                "no id range holds the ids of a time window under this transform: "
+                f"{_order_breaking(transform)}. Key the table by the untransformed id and "
+                "transform it only where it leaves the application (OpaqueBigint.encode "
+                "at an API): snowflake_bounds(start, end, layout) then selects its rows; "
+                "otherwise select on a timestamp column, or filter on the timestamp decoded "
+                "from the untransformed id (layout.decode(id).timestamp). A transform you "
+                "know to be strictly increasing you can apply to the bounds yourself: "
+                "map(f, snowflake_bounds(start, end, layout))"
             )
     s, e = _window(start, end)
     shift = layout.worker_bits + layout.sequence_bits
@@ -265,10 +314,4 @@ def snowflake_bounds(
     lo, hi = bounds
     if transform is None:
         return lo, hi
-    lo_t, hi_t = transform(lo), transform(hi)
-    if lo_t > hi_t:
-        raise InvalidSnowflakeError(
-            f"transform maps the bounds {lo} < {hi} to {lo_t} > {hi_t}: it does not keep "
-            "order, so no id range holds a time window"
-        )
-    return lo_t, hi_t
+    return transform(lo), transform(hi)  # an offset: in order
