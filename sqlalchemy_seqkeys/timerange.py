@@ -28,6 +28,7 @@ from .snowflake import MAX_INT64, Snowflake, SnowflakeLayout, rotate_digits, unr
 __all__ = ["comb_bounds", "snowflake_bounds", "uuid7_bounds"]
 
 _MS = timedelta(milliseconds=1)
+_MAX_UINT64 = 2**64 - 1  # the largest id of an unsigned layout's column
 _UNIX = timedelta(0)  # the Unix epoch, 1970-01-01T00:00Z, as a time since itself
 
 
@@ -242,9 +243,11 @@ def snowflake_bounds(
       ``datetime`` in any time zone, as in :func:`uuid7_bounds` (the layout's
       ``epoch`` too); it rounds up to the next whole tick of the layout
       (``time_unit``), and an instant before the layout's ``epoch`` acts as the
-      epoch. Where the layout fills all 63 bits of a ``BIGINT``, an instant
-      past the start of its last tick has no bound and raises
-      :class:`~sqlalchemy_seqkeys.TimestampOutOfRangeError`.
+      epoch. Where the layout fills its column (all 63 bits of a signed
+      ``BIGINT``, or all 64 bits with ``unsigned=True``), an instant past the
+      start of its last tick has no bound there and raises
+      :class:`~sqlalchemy_seqkeys.TimestampOutOfRangeError`; the bounds of an
+      unsigned layout go up to ``2**64 - 1``.
     :param end: the instant the window stops at (excluded), an aware
       ``datetime`` not before ``start``, rounded and limited as ``start`` is.
     :param layout: the :class:`~sqlalchemy_seqkeys.SnowflakeLayout` the ids
@@ -296,10 +299,16 @@ def snowflake_bounds(
             )
     s, e = _window(start, end)
     shift = layout.worker_bits + layout.sequence_bits
-    # the first tick past the timestamp field; its ids would pass BIGINT when
-    # the layout uses all 63 bits, so a bound there has no BIGINT value
+    # the first tick past the timestamp field; its ids would pass the column's
+    # largest value when the layout fills it (63 bits of a BIGINT, or 64 of an
+    # unsigned column), so a bound there has no value in the column
     past_end = 1 << layout.timestamp_bits
-    highest = MAX_INT64 >> shift
+    if layout.unsigned:
+        highest = _MAX_UINT64 >> shift
+        column = "64-bit unsigned (NUMERIC(20, 0), BIGINT UNSIGNED)"
+    else:
+        highest = MAX_INT64 >> shift
+        column = "signed BIGINT"
     epoch = since_unix_epoch(layout.epoch)
     bounds = []
     for name, instant, since in (("start", start, s), ("end", end, e)):
@@ -307,8 +316,8 @@ def snowflake_bounds(
         if ticks > highest:
             raise TimestampOutOfRangeError(
                 f"{name} {instant.isoformat()} falls in or after the layout's last tick "
-                f"({layout.instant_of(highest).isoformat()}), past which no BIGINT bound "
-                f"exists; use an earlier {name}, or select with id >= lo alone"
+                f"({layout.instant_of(highest).isoformat()}), past which no bound fits "
+                f"its {column} column; use an earlier {name}, or select with id >= lo alone"
             )
         bounds.append(ticks << shift)
     lo, hi = bounds

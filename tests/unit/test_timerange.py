@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import uuid
@@ -283,6 +284,76 @@ def test_a_63_bit_layout_has_no_bound_past_its_last_tick() -> None:
     short = SnowflakeLayout(timestamp_bits=40, worker_bits=10, sequence_bits=12)
     _, hi = snowflake_bounds(T0, datetime(9999, 1, 1, tzinfo=UTC), short)
     assert hi == 1 << 62
+
+
+UNSIGNED = [SnowflakeLayout.discord(unsigned=True), SnowflakeLayout.instagram(unsigned=True)]
+
+
+def _past_the_signed_life(layout: SnowflakeLayout) -> datetime:
+    """An instant between the end of the layout's life in a BIGINT and its unsigned end."""
+    signed = dataclasses.replace(layout, unsigned=False)
+    return signed.exhausts_at + (layout.exhausts_at - signed.exhausts_at) / 2
+
+
+@pytest.mark.parametrize("layout", UNSIGNED, ids=["discord", "instagram"])
+def test_unsigned_layouts_have_bounds_past_2_63(layout: SnowflakeLayout) -> None:
+    start = _past_the_signed_life(layout).replace(microsecond=0)
+    end = start + timedelta(milliseconds=5)
+    now = [0]
+    ids = Snowflake(worker_id=1, layout=layout, clock=lambda: now[0])
+    minted = []
+    at = start - timedelta(milliseconds=3)
+    while at < end + timedelta(milliseconds=3):  # every 0.3 ms, 3 ms either side
+        now[0] = (at - EPOCH) // timedelta(microseconds=1) * 1000
+        minted.append(ids())
+        at += timedelta(microseconds=300)
+    lo, hi = snowflake_bounds(start, end, layout)
+    assert 2**63 <= lo < hi <= 2**64 - 1
+    inside = [k for k in minted if lo <= k < hi]
+    assert inside == [k for k in minted if start <= ids.decode(k).timestamp < end]
+    assert 0 < len(inside) < len(minted)
+    assert snowflake_bounds(start, end, ids) == (lo, hi)
+
+
+@pytest.mark.parametrize("layout", UNSIGNED, ids=["discord", "instagram"])
+@given(
+    back_us=st.integers(min_value=0, max_value=50_000),
+    length_us=st.integers(min_value=0, max_value=50_000),
+    key_back=st.integers(min_value=0, max_value=60),
+    worker=st.integers(min_value=0, max_value=31),
+    sequence=st.integers(min_value=0, max_value=31),
+)
+def test_unsigned_bounds_hold_exactly_the_window_up_to_the_last_tick(
+    layout: SnowflakeLayout,
+    back_us: int,
+    length_us: int,
+    key_back: int,
+    worker: int,
+    sequence: int,
+) -> None:
+    last = layout.tick_limit - 1
+    end = layout.instant_of(last) - timedelta(microseconds=back_us)
+    start = end - timedelta(microseconds=length_us)
+    tick = last - key_back
+    key = layout.compose(tick, worker, sequence)
+    lo, hi = snowflake_bounds(start, end, layout)
+    assert (lo <= key < hi) == (start <= layout.instant_of(tick) < end)
+
+
+def test_an_unsigned_layout_has_no_bound_past_its_last_tick() -> None:
+    layout = SnowflakeLayout.discord(unsigned=True)
+    last = layout.instant_of(layout.tick_limit - 1)
+    assert last.year == 2154
+    _, hi = snowflake_bounds(T0, last, layout)
+    assert hi == (layout.tick_limit - 1) << 22 <= 2**64 - 1
+    with pytest.raises(TimestampOutOfRangeError, match=r"last tick \(2154-05-15") as caught:
+        snowflake_bounds(T0, last + timedelta(microseconds=1), layout)
+    assert "BIGINT" not in str(caught.value).replace("BIGINT UNSIGNED", "")
+    assert "unsigned" in str(caught.value)
+    # the same layout in a signed BIGINT ends in 2084
+    signed = SnowflakeLayout.discord()
+    with pytest.raises(TimestampOutOfRangeError, match=r"last tick \(2084-09-06.*BIGINT"):
+        snowflake_bounds(T0, datetime(2100, 1, 1, tzinfo=UTC), signed)
 
 
 # -- bad arguments ------------------------------------------------------------------
