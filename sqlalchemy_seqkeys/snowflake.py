@@ -186,11 +186,26 @@ class _Wait(Exception):  # noqa: N818 - a signal inside the slow path, never see
         extend_to_ms: int = -1,
         floor: bool = False,
         rebind: bool = False,
+        until_ns: int = -1,
+        read_ns: int = 0,
     ):
         self.seconds = seconds
         self.extend_to_ms = extend_to_ms
         self.floor = floor
         self.rebind = rebind  # the generator takes a new lease (see _Sequence.relinquished)
+        # a wait for the clock to reach Unix ns ``until_ns`` (-1: another wait), which
+        # read ``read_ns``: bounded, a clock that stands still must not hang the call
+        self.until_ns = until_ns
+        self.read_ns = read_ns
+
+
+#: The monotonic clock that bounds a wait for the generator's clock (a name of its
+#: own: a test replaces it, with ``_pause``, to wait in fake time).
+_monotonic = time.monotonic
+
+#: How much longer than a real clock needs a call waits for a clock that does not
+#: advance, at least: then it raises (or four ticks, if longer).
+_STALL_S = 1.0
 
 
 def _pause(seconds: float) -> None:
@@ -464,7 +479,14 @@ class _Sequence:
         """The slow path: under the lock, waiting outside it."""
         deadline = 0.0
         lease = self.lease
+        # A wait for the clock (a used-up tick, a step back) is bounded: ``target`` is
+        # the Unix ns it waits for, since ``since`` (monotonic s), allowing ``allow`` s.
+        target = -1
+        since = allow = checked = 0.0
         while True:
+            if target >= 0:
+                # read before the clock: a late wake-up never counts against the clock
+                checked = _monotonic()
             with self.lock:
                 moved = redirect[0]  # the generator was bound elsewhere
                 if moved is None:
@@ -486,7 +508,35 @@ class _Sequence:
             if pending.floor and not deadline:
                 assert lease is not None
                 deadline = time.monotonic() + lease.max_wait
+            if pending.until_ns >= 0:
+                left = (pending.until_ns - pending.read_ns) / 1e9  # what a real clock needs
+                if pending.until_ns > target:
+                    # a first wait, or the clock moved on (a later tick was minted in)
+                    target, since, allow = pending.until_ns, _monotonic(), left
+                else:
+                    allow = max(allow, left)  # a step back within max_backwards_ms
+                    if checked - since >= allow + self._patience():
+                        raise self._stalled(pending, checked - since)
             _pause(pending.seconds)
+
+    def _patience(self) -> float:
+        """How much longer than a real clock needs a call waits for the clock (s)."""
+        return max(_STALL_S, 4 * self._ticks.unit_ns / 1e9)
+
+    def _stalled(self, wait: _Wait, waited: float) -> InvalidSnowflakeError:
+        ticks = self._ticks
+        tick = ticks.of(wait.until_ns)
+        at = UNIX_EPOCH + timedelta(microseconds=wait.until_ns // 1000)
+        per_tick = 1 << self.layout.sequence_bits
+        return InvalidSnowflakeError(
+            f"the clock does not advance: the next id of worker id {self.worker_id} needs "
+            f"tick {tick} of the layout or later (from {at.isoformat()}), and after "
+            f"{waited:.2f} s of waiting the clock still reads {wait.read_ns} ns (tick "
+            f"{ticks.of(wait.read_ns)}). No id was handed out. Pass a clock that advances "
+            "with time (clock= of the Snowflake or of its WorkerLease; time.time_ns is "
+            f"one): a test's fake clock must be moved on by a tick ({ticks.unit_ns / 1e6:g} "
+            f"ms) once the {per_tick} ids of a tick are used up, and past a step back"
+        )
 
     def _assert_held(self) -> None:
         # Raises if the lease may be gone. An implicit lease of a forked child
@@ -524,7 +574,9 @@ class _Sequence:
             back = last - now
             if not self.waits or back > self._max_back_ticks:
                 raise ClockMovedBackwardsError(back * ticks.unit_ns / 1e6)
-            raise _Wait(min(back * ticks.unit_ns / 1e9, 0.01))  # wait the step out
+            # wait the step out
+            until = ticks.start_ns(last)
+            raise _Wait(min(back * ticks.unit_ns / 1e9, 0.01), until_ns=until, read_ns=t)
         if now == last:
             s = self.box[0]
             if s is not _STOPPED:  # _STOPPED: a tick another sequence minted in
@@ -533,7 +585,8 @@ class _Sequence:
                     return value
             # This tick is used up (or not ours): wait for the next one, outside
             # the lock (in SQLAlchemy's greenlet the event loop runs meanwhile).
-            raise _Wait((ticks.start_ns(now + 1) - t) / 1e9)
+            until = ticks.start_ns(now + 1)
+            raise _Wait((until - t) / 1e9, until_ns=until, read_ns=t)
         if self.lease is not None:
             self._check_lease(now, t, deadline)
         if now >= self._tick_limit:
@@ -651,7 +704,11 @@ class Snowflake:
     column default under ``AsyncSession``) awaits, and the loop runs on;
     called straight from a coroutine the generator cannot await, and such a
     wait (at most ``max_backwards_ms``, or the rest of a tick) holds the
-    loop: pass ``on_clock_backwards="raise"`` where that matters. A
+    loop: pass ``on_clock_backwards="raise"`` where that matters. A wait for
+    the clock is bounded: a clock that has not reached the tick needed 1 s (or
+    four ticks, if longer) after a real clock would have, such as a test's
+    frozen clock, raises :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError`
+    and hands out no id (a later call mints once the clock moves). A
     ``transform`` whose result the layout cannot hold (past ``layout.max_id``)
     raises instead of handing it out. See docs/strategies/snowflake.md.
 
@@ -675,6 +732,8 @@ class Snowflake:
         (which :meth:`decode` undoes), or any function of an int.
     :param clock: nanoseconds since the Unix epoch (default ``time.time_ns``,
         or the lease's clock; a lease also reads it to write its high-water mark).
+        It must advance with time: a test's fake clock is moved on once a tick's
+        ids are used up, or the call raises after its bounded wait.
 
     Example::
 
