@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy_seqkeys._aio import pause
 from sqlalchemy_seqkeys._dialect import check_identifier
 from sqlalchemy_seqkeys._validate import check_name as check_name_arg
+from sqlalchemy_seqkeys.dialects import family
 from sqlalchemy_seqkeys.errors import InvalidSequenceError, SequenceExhaustedError
 
 from . import _aio
@@ -27,9 +28,9 @@ from .table import (
     MAX_VALUE,
     check_exact_names,
     check_name,
+    naming_missing_table,
     raise_if_table_missing,
     raise_missing_or_exhausted,
-    read_next_value,
     table_clause,
 )
 
@@ -273,6 +274,25 @@ The same arguments after the bind. Example::
 """
 
 
+def _read_locked(conn: sa.Connection, name: str, table: str) -> int | None:
+    """``next_value`` as committed now (a locking read), or None without the row.
+
+    After an UPDATE that matched no row (another process moved the sequence
+    past the keys first), a plain read under REPEATABLE READ (MariaDB's InnoDB)
+    returns the transaction's snapshot, older than what the UPDATE saw.
+    SQLite compiles no FOR UPDATE (its writers never interleave); Spanner
+    refuses it, and its reads in a read-write transaction lock and read the
+    committed row already.
+    """
+    t = table_clause(table)
+    locked = sa.select(t.c.next_value).where(t.c.name == sa.literal(name, t.c.name.type))
+    if family(conn.dialect) != "spanner":
+        locked = locked.with_for_update()
+    with naming_missing_table(conn, table):
+        value = conn.execute(locked).scalar()
+    return None if value is None else int(value)
+
+
 def _resync(
     conn: sa.Connection,
     update: sa.Update,
@@ -291,7 +311,7 @@ def _resync(
         raise_if_table_missing(conn, table, exc)
         raise_if_source_missing(conn, highest, name, exc)
         raise
-    current = read_next_value(conn, name, table=table)
+    current = _read_locked(conn, name, table)
     if current is None:
         raise_missing_or_exhausted(conn, name, 1, table)  # SequenceNotFoundError
     assert current is not None
