@@ -90,17 +90,35 @@ class IdBits:
             raise ValueError(f"{text} is above {self.maximum}, the largest {self.bits}-bit id")
         return value
 
-    def _to_number(self, value: Any) -> int:
+    def _checked(self, value: Any) -> int | None:
+        """``value`` as an int if it is an id of this width, else None."""
         if value.__class__ is int and 0 <= value <= self.maximum:
             return value
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= self.maximum:
             return int(value)  # an int subclass (an IntEnum) that validation let through
+        return None
+
+    def _to_number(self, value: Any) -> int:
+        checked = self._checked(value)
+        if checked is not None:
+            return checked
         raise PydanticSerializationError(
             f"{value!r:.40} cannot be written as {self!r}, a JSON number from 0 to "
             f"{self.maximum} (JavaScript rounds larger ones): it was never validated (assigned "
             "without validate_assignment=True, or given to model_construct()); validate it, or "
             "write larger ids as strings (SnowflakeId, as_string=True)"
         )
+
+    def _to_text(self, value: Any, info: core_schema.SerializationInfo) -> int | str:
+        # an int in Python, its digits in JSON; out of range, neither
+        checked = self._checked(value)
+        if checked is None:
+            raise PydanticSerializationError(
+                f"{value!r:.40} cannot be written as {self!r}, an id from 0 to {self.maximum}: "
+                "it was never validated (assigned without validate_assignment=True, or given "
+                "to model_construct()); validate it"
+            )
+        return str(checked) if info.mode_is_json() else checked
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
@@ -111,14 +129,17 @@ class IdBits:
             self._from_text,
             core_schema.str_schema(pattern=r"^[0-9]+$", max_length=digits, strict=True),
         )
-        # a number is checked again on the way out: a value assigned without validation
+        # An id is checked again on the way out: a value assigned without validation
         # (validate_assignment is off by default), from model_construct(), or returned to
-        # FastAPI (which does not validate a model instance) would be rounded by JavaScript.
-        # No return_schema: the JSON schema stays the validation one in both modes, so
-        # FastAPI does not split a model into "-Input" and "-Output" components.
+        # FastAPI (which does not validate a model instance) would be rounded by JavaScript
+        # (a number) or go out as a string no validator takes (as_string). No return_schema:
+        # a number's JSON schema stays the validation one in both modes, so FastAPI does not
+        # split a model into "-Input" and "-Output" components; a string's output schema
+        # comes from __get_pydantic_json_schema__ (a return_schema would be applied to the
+        # int that model_dump() gives, with a warning).
         serialization = (
             core_schema.plain_serializer_function_ser_schema(
-                str, when_used="json", return_schema=core_schema.str_schema()
+                self._to_text, info_arg=True, when_used="always"
             )
             if self.as_string
             else core_schema.plain_serializer_function_ser_schema(
@@ -135,12 +156,23 @@ class IdBits:
             serialization=serialization,
         )
 
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        if self.as_string and handler.mode == "serialization":
+            return {"type": "string"}  # what JSON gets: the digits as a string
+        return handler(schema)
+
 
 SnowflakeId = Annotated[int, IdBits(63, as_string=True)]
 """A 63-bit id (a Snowflake, a bit-reversed or table-sequence BIGINT): a string in JSON.
 
 Validates from an int or a decimal string; ``model_dump()`` gives an int,
-``model_dump_json()`` and FastAPI responses a string that JavaScript keeps exact.
+``model_dump_json()`` and FastAPI responses a string that JavaScript keeps exact. A
+value that skipped validation (an assignment without ``validate_assignment``,
+``model_construct()``) is checked when dumped: out of range (negative, past
+2**63 - 1, not an int), ``model_dump()`` and ``model_dump_json()`` raise
+``PydanticSerializationError`` (a FastAPI response: a 500) instead of writing it.
 """
 
 JsSafeId = Annotated[int, IdBits(53, as_string=False)]
