@@ -10,7 +10,8 @@ Imports nothing beyond SQLAlchemy itself until an entry is used. Design: docs/ar
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -30,6 +31,7 @@ __all__ = [
     "insert_values",
     "patch_spanner_reflection",
     "register_alembic_impl",
+    "schema_map_for_statement",
     "set_column_default",
     "type_variants",
     "without_overflow_limit",
@@ -174,6 +176,29 @@ def proxied_engine(engine: sa.Engine) -> sa.Engine:
         if not isinstance(proxied, sa.Engine):
             return engine
         engine = proxied
+
+
+# -- connections -----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def schema_map_for_statement(conn: sa.Connection, translate: Any) -> Iterator[None]:
+    """``conn`` with ``translate`` as its schema_translate_map for the block, then exactly
+    the execution options it had.
+
+    ``Connection.execution_options()`` only adds options: setting the map back to
+    what it was leaves ``schema_translate_map=None`` on a connection that had none,
+    and a connection's option outranks every later statement's. So the options
+    object is swapped and put back (``Connection._execution_options``, private;
+    2.0, 2.1), the map being a statement's, not the connection's: no
+    ``set_connection_execution_options`` event fires, as for a statement's options.
+    """
+    before = conn._execution_options
+    conn._execution_options = before.union({"schema_translate_map": translate})
+    try:
+        yield
+    finally:
+        conn._execution_options = before
 
 
 # -- pools -----------------------------------------------------------------------------

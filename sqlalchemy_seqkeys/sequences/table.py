@@ -23,6 +23,7 @@ import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys import _validate as validate
+from sqlalchemy_seqkeys._compat import schema_map_for_statement
 from sqlalchemy_seqkeys._dialect import check_identifier, facts, ignores_conflicts
 from sqlalchemy_seqkeys._dialect import insert_ignoring_conflict as insert_ignoring_conflict
 from sqlalchemy_seqkeys._validate import check_int
@@ -282,17 +283,15 @@ def statement_map(context: Any) -> Any:
 
 
 def with_schema_map(conn: sa.Connection, translate: Any, take: Callable[[], T]) -> T:
-    """``take()`` with ``translate`` as ``conn``'s schema_translate_map, then the one before.
+    """``take()`` with ``translate`` as ``conn``'s schema_translate_map, then the options before.
 
     Everything ``take`` runs on ``conn`` (and the engine derived from it for
-    allocations of their own) then reaches the statement's tenant.
+    allocations of their own) then reaches the statement's tenant. Afterwards
+    ``conn`` has exactly the execution options object it had: a map set back
+    to None would outrank every later statement's map on it.
     """
-    before = conn.get_execution_options().get("schema_translate_map")
-    conn.execution_options(schema_translate_map=translate)
-    try:
+    with schema_map_for_statement(conn, translate):
         return take()
-    finally:
-        conn.execution_options(schema_translate_map=before)
 
 
 def _in_memory(url: sa.URL) -> bool:
