@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
+from sqlalchemy.schema import CreateTable
+from sqlalchemy.sql import sqltypes
 
 from ._columns import bigint_problem, declared_default, u64_problem
 from ._dialect import (
@@ -36,9 +38,10 @@ from ._dialect import (
 )
 from .bitreverse import BitReversed, BitReversedSequence
 from .dialects import read_sequence_catalog
-from .errors import SeqKeysError, SequencesTableNotFoundError
+from .errors import InvalidSequenceError, SeqKeysError, SequencesTableNotFoundError
 from .pooled import PooledSequence
 from .sequences import TableSequence
+from .sequences.resync import check_integer_key, data_table
 from .sequences.table import inexact_collation, read_next_value
 from .server_keys import ServerUuid, server_uuid
 from .snowflake import Snowflake
@@ -155,6 +158,14 @@ class DoctorReport:
 _HEADINGS = ("CHECK", "SUBJECT", "STATUS", "MESSAGE")
 
 
+class _NoIntegerMaxError(SeqKeysError):
+    """The key column's ``MAX()`` read back as no integer (text in the column)."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__(f"MAX() read back {value!r} ({type(value).__name__})")
+        self.value = value
+
+
 # -- what the metadata declares ----------------------------------------------------------
 
 
@@ -217,6 +228,15 @@ class _Context:
         self.url_has_password = conn.engine.url.password is not None
         #: key subjects whose MAX() means nothing (text keys, no table): why
         self.no_max: dict[str, str] = {}
+        #: a tenant's connection: statements follow it, reflection is told it (schema())
+        self.translate: dict[str | None, str | None] = dict(
+            conn.get_execution_options().get("schema_translate_map") or {}
+        )
+
+    def schema(self, schema: str | None) -> str | None:
+        """The schema the connection's ``schema_translate_map`` turns ``schema`` into
+        (the inspector does not follow the map: it is told the translated name)."""
+        return self.translate.get(schema, schema)
 
     def add(self, check: str, subject: str, status: str, message: str, **kw: Any) -> None:
         finding = DoctorFinding(check, subject, status, message, **kw)
@@ -244,12 +264,19 @@ class _Context:
                     self.conn.commit()
             self.temporary.clear()
 
-    def largest(self, key: _Key) -> int | None:
-        """The largest key the column's table holds (None: no rows)."""
-        table = key.column.table
-        source = sa.table(table.name, sa.column(key.column.name), schema=table.schema)
+    def largest(self, key: _Key, sequence: str) -> int | None:
+        """The largest key the column's table holds (None: no rows).
+
+        Read from a Table, which follows a ``schema_translate_map`` (a tenant's
+        own table); a MAX that is no integer (text in the column) raises
+        :class:`InvalidSequenceError`, as a resync would refuse it.
+        """
+        source = data_table(key.column.table, key.column.name, None)
         value = self.conn.scalar(sa.select(sa.func.max(source.c[key.column.name])))
-        return None if value is None else int(value)
+        try:
+            return check_integer_key(value, source, sequence)
+        except InvalidSequenceError as exc:
+            raise _NoIntegerMaxError(value) from exc
 
     def database(self) -> dict[str, Any]:
         """The ``database`` part of the report."""
@@ -262,9 +289,25 @@ class _Context:
         }
 
 
+#: no column of the MetaData has a default of this library: nothing would be checked
+_NO_KEYS = (
+    "no key column of this library was found in the MetaData: nothing was checked "
+    "(no column's default or server default is one of its strategies)"
+)
+_NO_KEYS_FIX = (
+    "check that the MetaData is the application's (Base.metadata), that the module "
+    "declaring the models is imported where it is defined (an import of myapp.models "
+    "in the module --models names), and that the key columns' default= or "
+    "server_default= is this library's (TableSequence, PooledSequence, new_comb_guid, "
+    "server_uuid7(), ...)"
+)
+
+
 def _run(conn: sa.Connection, metadata: sa.MetaData, url: str) -> DoctorReport:
     """Every check, family by family, each in a transaction of its own."""
     ctx = _Context(conn, metadata, url)
+    if not ctx.keys:
+        ctx.add("schema", "key columns", PROBLEM, _NO_KEYS, fix=_NO_KEYS_FIX)
     for key in ctx.keys:
         if _orders(key.strategy):
             ctx.guarded("order", key.subject, functools.partial(_check_order, ctx, key))
@@ -304,6 +347,8 @@ def _check_order(ctx: _Context, key: _Key) -> None:
     real = _real_column(ctx, key)
     if real is None:
         return
+    if isinstance(strategy, ServerUuidFunction) and not _has_server_default(ctx, key, real):
+        return
     back = _sorted_sample(ctx, key, real["type"])
     misplaced = len(back) - _longest_increasing(back)
     type_text = ctx.dialect.type_compiler_instance.process(real["type"])
@@ -328,6 +373,70 @@ def _check_order(ctx: _Context, key: _Key) -> None:
         )
 
 
+def _normal_default(text: str) -> str:
+    """A default as compared: lower case, no spaces, no parentheses around it."""
+    text = re.sub(r"\s+", "", text).lower()
+    while True:
+        bare = _function_text(text)
+        if bare is None or bare == text:
+            return text
+        text = bare
+
+
+def _has_server_default(ctx: _Context, key: _Key, real: dict[str, Any]) -> bool:
+    """The real column's default is the model's server function, as compiled here;
+    else a problem (the inserts get the column's keys, not the model's) and False."""
+    strategy = key.strategy
+    assert isinstance(strategy, ServerUuidFunction)
+    compiled = _compiles(strategy, ctx.dialect)
+    if compiled is None:  # not on this engine: the sample says why (could not check)
+        return True
+    have = _column_default(ctx, key, real)
+    if have is not None and _normal_default(have) == _normal_default(compiled):
+        return True
+    function = _function_text(compiled)
+    found = f"its default is {have}" if have is not None else "it has no default"
+    more: tuple[str, ...] = (f"server_default=sa.text({compiled!r})",)
+    if family(ctx.dialect) == "mysql":
+        more = (f"existing_type={_type_code(real['type'])}", *more)
+    ctx.add(
+        "order",
+        key.subject,
+        PROBLEM,
+        f"the key column's server default is not {_name(strategy)} ({function}): {found} "
+        "in the database, so an insert without a key does not get the keys checked here",
+        fix=f"in a migration: op.alter_column({_alembic_args(ctx, key, real, *more)})",
+        details={"default": have, "expected": function},
+    )
+    return False
+
+
+def _column_default(ctx: _Context, key: _Key, real: dict[str, Any]) -> str | None:
+    """The real column's default as the database has it (None: no default).
+
+    MySQL/MariaDB: read from information_schema, as SQLAlchemy's reflection drops
+    some (MariaDB's ``nextval(`db`.`seq`)``).
+    """
+    if family(ctx.dialect) != "mysql":
+        default = real.get("default")
+        return None if default is None else str(default)
+    table = key.column.table
+    schema = ctx.schema(table.schema)
+    query = sa.text(
+        "SELECT COLUMN_DEFAULT FROM information_schema.COLUMNS "
+        "WHERE TABLE_SCHEMA = COALESCE(:schema, DATABASE()) "
+        "AND TABLE_NAME = :table AND COLUMN_NAME = :column"
+    )
+    params = {"schema": schema, "table": table.name, "column": key.column.name}
+    value = ctx.conn.scalar(query, params)
+    # MariaDB spells no default NULL (and a NULL default 'NULL'); MySQL None
+    return None if value is None or str(value).upper() == "NULL" else str(value)
+
+
+#: a statement on tables that are no tenant's (temporary, catalog): no schema_translate_map
+_UNTRANSLATED: dict[str, Any] = {"schema_translate_map": None}
+
+
 def _sorted_sample(ctx: _Context, key: _Key, real_type: Any) -> list[int]:
     """Mint the sample into a temporary table of the real type; its minting numbers by key."""
     strategy = key.strategy
@@ -342,9 +451,14 @@ def _sorted_sample(ctx: _Context, key: _Key, real_type: Any) -> list[int]:
         prefixes=["TEMPORARY"],
     )
     ctx.temporary.append(ctx.dialect.identifier_preparer.quote(_ORDER_TABLE))
-    table.create(ctx.conn)
+    # a temporary table is no tenant's: a schema_translate_map would put it in a schema
+    ctx.conn.execute(CreateTable(table), execution_options=_UNTRANSLATED)
     if isinstance(strategy, ServerUuidFunction):
-        ctx.conn.execute(sa.insert(table), [{"n": n} for n in range(ORDER_SAMPLE)])
+        ctx.conn.execute(
+            sa.insert(table),
+            [{"n": n} for n in range(ORDER_SAMPLE)],
+            execution_options=_UNTRANSLATED,
+        )
     else:
         mint = _minter(strategy, ctx.dialect)
         # the declared type binds the keys: what the application sends
@@ -356,15 +470,17 @@ def _sorted_sample(ctx: _Context, key: _Key, real_type: Any) -> list[int]:
                 # depend on its time bits (MariaDB's UUID swaps by version bits)
                 time.sleep(0.001)
             minted.append({"n": n, "k": mint()})
-        ctx.conn.execute(sa.insert(sent), minted)
-    return list(ctx.conn.scalars(sa.select(table.c.n).order_by(table.c.k)))
+        ctx.conn.execute(sa.insert(sent), minted, execution_options=_UNTRANSLATED)
+    query = sa.select(table.c.n).order_by(table.c.k)
+    return list(ctx.conn.scalars(query, execution_options=_UNTRANSLATED))
 
 
 def _real_column(ctx: _Context, key: _Key) -> dict[str, Any] | None:
     """The column as the database has it; None (and a problem) if it is missing."""
     table = key.column.table
     inspector = sa.inspect(ctx.conn)
-    if not inspector.has_table(table.name, schema=table.schema):
+    schema = ctx.schema(table.schema)  # a tenant's connection: its schema's table
+    if not inspector.has_table(table.name, schema=schema):
         ctx.add(
             "schema",
             key.subject,
@@ -373,7 +489,7 @@ def _real_column(ctx: _Context, key: _Key) -> dict[str, Any] | None:
             fix="run the migrations that create it (alembic upgrade head)",
         )
         return None
-    for reflected in inspector.get_columns(table.name, schema=table.schema):
+    for reflected in inspector.get_columns(table.name, schema=schema):
         if reflected["name"] == key.column.name:
             return dict(reflected)
     ctx.add(
@@ -395,8 +511,10 @@ def _check_key_column(ctx: _Context, key: _Key) -> None:
     if real is None:
         ctx.no_max[key.subject] = "not checked: the key column does not exist (see schema)"
         return
-    real_type = real["type"]
-    type_text = _type_text(ctx, real_type)
+    real_type = _underlying(real["type"])
+    type_text = _type_text(ctx, real["type"])
+    if real_type is not real["type"]:  # a DOMAIN: say what it is over
+        type_text += f" (a domain over {_type_text(ctx, real_type)})"
     problems: list[tuple[str, str]] = []  # (message, fix)
     if isinstance(real_type, sa.String):  # text: MAX() compares text, '9' after '10'
         ctx.no_max[key.subject] = (
@@ -411,6 +529,17 @@ def _check_key_column(ctx: _Context, key: _Key) -> None:
                 _alter_type(ctx, key, real),
             )
         )
+    elif not isinstance(real_type, sqltypes.Integer | sqltypes.Numeric):
+        # a reflected type this library does not know (oid, money, YEAR, a range...):
+        # never taken to hold the keys
+        problems.append(
+            (
+                f"the key column is {type_text} in the database, a type doctor cannot tell "
+                f"holds every key of {_name(key.strategy)} (64-bit integers): inserts may "
+                "fail or keys may change",
+                _alter_type(ctx, key, real),
+            )
+        )
     else:
         why = _integer_problem(ctx, key, real_type)
         if why is not None:
@@ -421,7 +550,7 @@ def _check_key_column(ctx: _Context, key: _Key) -> None:
                     _alter_type(ctx, key, real),
                 )
             )
-    minter = _own_minter(ctx, real)
+    minter = _own_minter(ctx, key, real)
     if minter is not None:
         what, fix = minter
         problems.append(
@@ -441,6 +570,15 @@ def _check_key_column(ctx: _Context, key: _Key) -> None:
             f"the key column is {type_text}, with no key default of its own",
             details={"type": type_text},
         )
+
+
+def _underlying(type_: Any) -> Any:
+    """A reflected PostgreSQL DOMAIN's data type (a domain over a domain too)."""
+    from sqlalchemy.dialects.postgresql import DOMAIN
+
+    while isinstance(type_, DOMAIN):
+        type_ = type_.data_type
+    return type_
 
 
 def _integer_key(strategy: object) -> bool:
@@ -518,14 +656,14 @@ def _alter_type(ctx: _Context, key: _Key, real: dict[str, Any]) -> str:
 _MinterFix = Callable[[_Context, _Key, dict[str, Any]], str]
 
 
-def _own_minter(ctx: _Context, real: dict[str, Any]) -> tuple[str, _MinterFix] | None:
+def _own_minter(ctx: _Context, key: _Key, real: dict[str, Any]) -> tuple[str, _MinterFix] | None:
     """What mints keys in the column itself (a sequence default, an identity,
     AUTO_INCREMENT) and the fix that removes it; None: nothing.
 
     SQLite's INTEGER PRIMARY KEY (AUTOINCREMENT or not) numbers a row inserted
     without a key too; it is what the library recommends there, so it is not one.
     """
-    default = str(real.get("default") or "")
+    default = _column_default(ctx, key, real) or ""
     if real.get("identity"):
         return "an identity (GENERATED ... AS IDENTITY)", _drop_identity
     if re.search(r"\b(nextval|get_next_sequence_value)\s*\(", default, re.IGNORECASE):
@@ -591,18 +729,23 @@ def _check_behind(ctx: _Context, key: _Key) -> None:
             fix=f"in a migration: op.make_sequence_names_case_sensitive({table_name!r})",
         )
     no_max = ctx.no_max.get(key.subject)
-    largest = None if no_max else ctx.largest(key)
+    try:
+        largest = None if no_max else ctx.largest(key, name)
+    except _NoIntegerMaxError as exc:
+        _report_no_integer(ctx, key, exc.value)
+        return
     if next_value is None:
         start = (largest or 0) + 1
+        where = f", table={table_name!r}" if table_name != "sequences" else ""
         ctx.add(
             "schema",
             f"sequence {name}",
             PROBLEM,
             f"the sequences table has no row for {name!r}",
             fix=f"in a migration: op.create_pooled_sequence({name!r}, "
-            f"{strategy.allocation_size}, start={start})"
+            f"{strategy.allocation_size}, start={start}{where})"
             if isinstance(strategy, PooledSequence)
-            else f"in a migration: op.create_table_sequence({name!r}, start={start})",
+            else f"in a migration: op.create_table_sequence({name!r}, start={start}{where})",
         )
         return
     if no_max:
@@ -620,6 +763,22 @@ def _check_behind(ctx: _Context, key: _Key) -> None:
         problem=f"sequence {name!r} would hand out {next_value}",
         fix=_seqkeys_command(ctx, "resync", argv),
         ok=f"sequence {name!r} hands out {next_value} next",
+    )
+
+
+def _report_no_integer(ctx: _Context, key: _Key, value: object) -> None:
+    """MAX(key) read back as no integer: the sequence cannot be judged against it."""
+    column = key.column.name
+    ctx.add(
+        "behind",
+        key.subject,
+        PROBLEM,
+        f"the table's largest key, MAX({column}), is {value!r} ({type(value).__name__}), "
+        "not an integer: the sequence cannot be judged against the keys the table holds "
+        "(and a resync refuses the column)",
+        fix=f"find the rows whose {column} is not an integer, and give them integer keys "
+        "or remove them",
+        details={"max_key": repr(value)},
     )
 
 
@@ -641,12 +800,14 @@ def _behind_native(ctx: _Context, key: _Key, pooled: PooledSequence) -> None:
     found = read_sequence_catalog(ctx.conn, pooled.sequence)
     name = pooled.name
     if found is None:
+        schema = f", schema={pooled.schema!r}" if pooled.schema else ""
         ctx.add(
             "schema",
             f"sequence {name}",
             PROBLEM,
             f"there is no sequence {name!r}",
-            fix=f"in a migration: op.create_pooled_sequence({name!r}, {pooled.allocation_size})",
+            fix=f"in a migration: op.create_pooled_sequence({name!r}, "
+            f"{pooled.allocation_size}{schema})",
         )
         return
     increment, cycles = found
@@ -657,15 +818,21 @@ def _behind_native(ctx: _Context, key: _Key, pooled: PooledSequence) -> None:
         ctx.add("behind", key.subject, SKIPPED, no_max)
         return
     upcoming = _native_next(ctx.conn, pooled.sequence, increment)
-    largest = ctx.largest(key)
+    try:
+        largest = ctx.largest(key, name)
+    except _NoIntegerMaxError as exc:
+        _report_no_integer(ctx, key, exc.value)
+        return
     if upcoming is None:
         ctx.add("behind", key.subject, SKIPPED, "the sequence's value cannot be read here")
         return
     lowest, next_value = upcoming
     table = key.column.table
+    schemas = f", schema={table.schema!r}" if table.schema else ""
+    schemas += f", sequence_schema={pooled.schema!r}" if pooled.schema else ""
     fix = (
         f"resync_pooled_sequence(engine, {name!r}, {table.name!r}, "
-        f"{key.column.name!r}) (Python; moves it past MAX, never back)"
+        f"{key.column.name!r}{schemas}) (Python; moves it past MAX, never back)"
     )
     if lowest != next_value and largest is not None and lowest <= largest < next_value:
         ctx.add(
@@ -751,7 +918,7 @@ def _check_counter(
         isinstance(counter, BitReversedSequence) and has_sequences(ctx.dialect)
     )
     if native:
-        schema = getattr(counter, "schema", None)
+        schema = ctx.schema(getattr(counter, "schema", None))
         exists = name in sa.inspect(ctx.conn).get_sequence_names(schema=schema)
         fix = f"in a migration: op.create_bit_reversed_sequence({name!r})"
     else:
@@ -797,7 +964,7 @@ def _check_leases(ctx: _Context) -> None:
     inspector = sa.inspect(ctx.conn)
     for name in sorted(_lease_tables(ctx)):
         subject = f"table {name}"
-        if not inspector.has_table(name):
+        if not inspector.has_table(name, schema=ctx.schema(None)):
             ctx.add(
                 "schema",
                 subject,
@@ -805,7 +972,9 @@ def _check_leases(ctx: _Context) -> None:
                 f"the worker-lease table {name!r} does not exist",
                 fix=f"in a migration: op.create_worker_lease_table({name!r})",
             )
-        elif MARK_COLUMN not in {c["name"] for c in inspector.get_columns(name)}:
+        elif MARK_COLUMN not in {
+            c["name"] for c in inspector.get_columns(name, schema=ctx.schema(None))
+        }:
             ctx.add(
                 "schema",
                 subject,
@@ -1151,8 +1320,19 @@ def run_command(url: str, models: str, *, as_json: bool = False) -> int:
         return 2
     try:
         engine = sa.create_engine(url)
-    except (sa.exc.ArgumentError, ImportError) as exc:
+    except (sa.exc.ArgumentError, ImportError, ValueError) as exc:
+        # ValueError: a URL whose port is no number
         print(f"seqkeys doctor: cannot use --url: {exc}", file=sys.stderr)
+        return 2
+    if engine.dialect.is_async:  # doctor() runs in no event loop (MissingGreenlet)
+        engine.dispose()
+        driver = engine.url.drivername
+        print(
+            f"seqkeys doctor: cannot use --url: {driver} is an async driver; give the URL "
+            "of a sync driver (e.g. postgresql+psycopg://, mysql+pymysql://, sqlite://) "
+            "for the same database",
+            file=sys.stderr,
+        )
         return 2
     missing = missing_sqlite_file(engine.url)
     if missing is not None:  # connecting would create it: doctor changes nothing
@@ -1160,6 +1340,17 @@ def run_command(url: str, models: str, *, as_json: bool = False) -> int:
         print(
             f"seqkeys doctor: cannot use --url: the SQLite database file {missing} does not "
             "exist (connecting would create an empty one); check the path",
+            file=sys.stderr,
+        )
+        return 2
+    if not _keys(metadata):  # nothing to check is no clean bill of health
+        engine.dispose()
+        tables = len(metadata.tables)
+        print(
+            f"seqkeys doctor: --models {models} holds no key column of this library "
+            f"({tables} table{'s' if tables != 1 else ''}): nothing would be checked. "
+            + _NO_KEYS_FIX[0].upper()
+            + _NO_KEYS_FIX[1:],
             file=sys.stderr,
         )
         return 2
