@@ -707,7 +707,10 @@ def drop_table_sequence(
     """Delete sequence ``name``'s row; True if it was there.
 
     A missing sequence raises :class:`~sqlalchemy_seqkeys.SequenceNotFoundError`
-    unless ``checkfirst=True`` (as ``sqlalchemy.Sequence.drop``). With an
+    unless ``checkfirst=True`` (as ``sqlalchemy.Sequence.drop``). A sequences
+    table that compares names case-insensitively (MySQL/MariaDB, made by 0.1)
+    raises :class:`~sqlalchemy_seqkeys.SequenceAllocationError`, as
+    :func:`create_table_sequence` does, and nothing is deleted. With an
     Engine the delete is committed here; with a Connection it joins that
     connection's transaction.
 
@@ -732,6 +735,8 @@ def _drop(conn: sa.Connection, name: str, table: str, checkfirst: bool) -> bool:
     t = table_clause(table)
     statement = sa.delete(t).where(t.c.name == sa.bindparam("name"))
     with naming_missing_table(conn, table):
+        # a case-insensitive name column would delete another case's row, as create refuses
+        check_exact_names(conn, table)
         result = conn.execute(statement.execution_options(preserve_rowcount=True), {"name": name})
     if result.rowcount != 1:
         if checkfirst:
