@@ -1320,9 +1320,15 @@ def run_command(url: str, models: str, *, as_json: bool = False) -> int:
         return 2
     try:
         engine = sa.create_engine(url)
-    except (sa.exc.ArgumentError, ImportError, ValueError) as exc:
-        # ValueError: a URL whose port is no number
+    except (sa.exc.ArgumentError, ImportError) as exc:
         print(f"seqkeys doctor: cannot use --url: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a URL whose port is no number
+        print(
+            f"seqkeys doctor: cannot use --url: {exc}; check the port (the URL's form: "
+            "dialect+driver://user:password@host:port/database, the port a number)",
+            file=sys.stderr,
+        )
         return 2
     if engine.dialect.is_async:  # doctor() runs in no event loop (MissingGreenlet)
         engine.dispose()

@@ -27,6 +27,7 @@ def test_a_port_that_is_no_number(models: str, capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err
     assert err.startswith("seqkeys doctor: cannot use --url:"), err
     assert "abc" in err, err
+    assert "check the port" in err, err
 
 
 @pytest.mark.parametrize(
