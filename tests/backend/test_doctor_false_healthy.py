@@ -271,3 +271,35 @@ def test_the_pooled_fix_names_the_schemas(engines: Any) -> None:
             order_id.drop(conn)
         (missing,) = doctor(engine, metadata).problems
         assert "schema='doc_sales'" in (missing.fix or ""), missing.fix
+
+
+def test_a_mariadb_tenants_database_is_the_one_checked(engines: Any) -> None:
+    """A tenant that is a MariaDB database: its rows, and its key column's NEXTVAL default."""
+    metadata, invoices = _invoices()
+    with (
+        fresh_engine(engines, "mysql") as (engine, _),
+        engines.fresh_database("mysql", "doctor_tenant") as tenant_url,
+    ):
+        tenant_db = str(sa.make_url(tenant_url).database)
+        tenant = engine.execution_options(schema_translate_map={None: tenant_db})
+        metadata.create_all(engine)
+        metadata.create_all(tenant)
+        create_table_sequence(engine, "doc_inv")
+        create_table_sequence(tenant, "doc_inv")
+        with tenant.begin() as conn:
+            conn.execute(sa.insert(invoices), [{"id": i} for i in range(1, 501)])
+            conn.exec_driver_sql(f"UPDATE `{tenant_db}`.sequences SET next_value = 10")
+        report = doctor(tenant, metadata)
+        (behind,) = [f for f in report.findings if f.check == "behind"]
+        assert behind.details == {"next_value": 10, "max_key": 500}, behind
+        assert behind.status == "problem", behind
+        assert doctor(engine, metadata).healthy
+        with tenant.begin() as conn:
+            conn.exec_driver_sql(f"UPDATE `{tenant_db}`.sequences SET next_value = 501")
+            conn.exec_driver_sql(f"CREATE SEQUENCE `{tenant_db}`.doc_legacy_seq")
+            conn.exec_driver_sql(
+                f"ALTER TABLE `{tenant_db}`.doc_invoices "
+                f"MODIFY id BIGINT NOT NULL DEFAULT NEXTVAL(`{tenant_db}`.doc_legacy_seq)"
+            )
+        assert problems(doctor(tenant, metadata)) == [("schema", "doc_invoices.id")]
+        assert doctor(engine, metadata).healthy
