@@ -118,7 +118,11 @@ def test_doctor_refuses_a_sqlite_file_that_does_not_exist(
     (tmp_path / f"{module}.py").write_text("import sqlalchemy as sa\nmetadata = sa.MetaData()\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     models = f"{module}:metadata"
-    assert main(["doctor", "--url", "sqlite://", "--models", models]) == 0  # :memory: is fine
+    # :memory: passes the file check; these models then hold no key column to check
+    assert main(["doctor", "--url", "sqlite://", "--models", models]) == 2
+    err = capsys.readouterr().err
+    assert "holds no key column" in err, err
+    assert "does not exist" not in err, err
     missing = tmp_path / "no-such.db"
     assert main(["doctor", "--url", f"sqlite:///{missing}", "--models", models]) == 2
     assert not missing.exists()
