@@ -10,6 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 __all__ = ["main", "parser"]
 
@@ -88,9 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``seqkeys`` command line; returns the process exit status.
 
     0 on success; 1 when the command failed or ``doctor`` found a problem; 2
-    when ``resync`` or ``doctor`` cannot use its ``--url`` (or ``doctor`` its
-    ``--models``). A bad command line raises ``SystemExit(2)`` with argparse's
-    usage message, and ``--help`` ``SystemExit(0)``.
+    when ``demo``, ``resync`` or ``doctor`` cannot use its ``--url`` (or
+    ``doctor`` its ``--models``). A bad command line raises ``SystemExit(2)``
+    with argparse's usage message, and ``--help`` ``SystemExit(0)``.
 
     :param argv: the arguments after the program name, as in
       ``["demo", "--rows", "5"]``; ``None`` (the default) reads ``sys.argv[1:]``.
@@ -99,11 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = sys.argv[1:]
     args = parser().parse_args(argv)
     if args.command == "demo":
-        from .demo import run as run_demo
-
-        print(f"seqkeys demo on {args.url}")
-        run_demo(args.url, rows=args.rows)
-        return 0
+        return _demo(args)
     if args.command in ("alembic-init", "alembic-template"):
         return _alembic(args)
     if args.command == "doctor":
@@ -111,6 +112,128 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_command(args.url, args.models, as_json=args.json)
     return _resync(args)
+
+
+def _error(message: str) -> None:
+    print(f"seqkeys: {message}", file=sys.stderr)
+
+
+#: what a usable --url looks like, for the messages that refuse one
+_URL_FORM = "dialect+driver://user:password@host:port/database, the port a number"
+_SYNC_DRIVERS = "postgresql+psycopg://, mysql+pymysql://, sqlite:///app.db"
+
+
+def _engine(url: str) -> sa.Engine | int:
+    """An Engine for ``--url``; or, said on stderr, the exit status 2 when it cannot be used.
+
+    Nothing is connected: a malformed URL, a dialect or driver not installed, or
+    an async driver (a sync command would end in MissingGreenlet) is refused here.
+    """
+    import sqlalchemy as sa
+
+    try:
+        engine = sa.create_engine(url)
+    except sa.exc.ArgumentError as exc:
+        _error(f"cannot use --url: {exc}; give a URL of the form {_URL_FORM}")
+        return 2
+    except ValueError as exc:  # a port that is no number
+        _error(f"cannot use --url: {exc}; check the port (the URL's form: {_URL_FORM})")
+        return 2
+    except ImportError as exc:  # the dialect's driver is not installed
+        _error(f"cannot use --url: {exc}; install the driver it names")
+        return 2
+    if engine.dialect.is_async:
+        driver = engine.url.drivername
+        engine.dispose()
+        _error(
+            f"cannot use --url: {driver} is an async driver, and seqkeys runs without an "
+            f"event loop; use a sync driver URL, e.g. {_SYNC_DRIVERS}, for the same database"
+        )
+        return 2
+    return engine
+
+
+def _connects(engine: sa.Engine) -> int:
+    """0 when ``engine`` connects; else the exit status, said on stderr (the engine disposed).
+
+    2 for URL arguments the driver refuses (a TypeError or ValueError from its
+    connect), 1 for a database error (a refused connection, a login refused).
+    """
+    import sqlalchemy as sa
+
+    try:
+        with engine.connect():
+            return 0
+    except (TypeError, ValueError) as exc:
+        engine.dispose()
+        _error(f"cannot use --url: the driver refuses its arguments: {exc}")
+        return 2
+    except sa.exc.SQLAlchemyError as exc:
+        engine.dispose()
+        _error(f"{type(exc).__name__}: {exc}")
+        return 1
+
+
+def _demo(args: argparse.Namespace) -> int:
+    import sqlalchemy as sa
+
+    from .demo import run as run_demo
+    from .errors import SeqKeysError
+
+    engine = _engine(args.url)
+    if isinstance(engine, int):
+        return engine
+    status = _connects(engine)  # the demo makes its own engine: only checked here
+    engine.dispose()
+    if status:
+        return status
+    print(f"seqkeys demo on {args.url}")
+    try:
+        run_demo(args.url, rows=args.rows)
+    except (SeqKeysError, sa.exc.SQLAlchemyError) as exc:
+        _error(f"demo: {type(exc).__name__}: {exc}")
+        return 1
+    return 0
+
+
+def _refuse_init_paths(directory: Path, ini: Path) -> str | None:
+    """Why ``alembic-init`` cannot create ``directory`` and ``ini``, checked before it
+    creates anything; None when it can try."""
+    if directory.exists() and not directory.is_dir():
+        return f"{directory} exists and is not a directory; name a new migrations directory"
+    if ini.is_dir():
+        return f"--ini {ini} is a directory; give the path of the alembic.ini to write"
+    where = ini.absolute().parent
+    if not where.is_dir():
+        return (
+            f"--ini {ini}: its directory {where} does not exist; create it first, "
+            "or give an --ini in an existing directory"
+        )
+    return None
+
+
+class _Made:
+    """What ``alembic-init`` creates, removed again when it fails part-way."""
+
+    def __init__(self, directory: Path, ini: Path) -> None:
+        self.directory = directory
+        self.ini = ini
+        self.had_directory = directory.exists()  # and empty: Alembic refuses a full one
+        self.had_ini = ini.exists()
+
+    def undo(self) -> None:
+        import shutil
+
+        if not self.had_ini and self.ini.is_file():
+            self.ini.unlink()
+        if not self.had_directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        elif self.directory.is_dir():
+            for child in self.directory.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
 
 
 def _alembic(args: argparse.Namespace) -> int:
@@ -130,10 +253,16 @@ def _alembic(args: argparse.Namespace) -> int:
     if args.command == "alembic-template":
         print(template_path())
         return 0
+    refused = _refuse_init_paths(Path(args.directory), Path(args.ini))
+    if refused is not None:
+        _error(f"alembic-init: {refused}; nothing was created")
+        return 1
+    made = _Made(Path(args.directory), Path(args.ini))
     try:
         command.init(Config(args.ini), args.directory, template=str(template_path()))
-    except CommandError as exc:
-        print(f"seqkeys: {exc}", file=sys.stderr)
+    except (CommandError, OSError) as exc:
+        made.undo()
+        _error(f"alembic-init: {exc}; nothing was created")
         return 1
     print(
         f"edit {args.ini}: sqlalchemy.url and seqkeys_target_metadata (module:attribute of "
@@ -151,20 +280,20 @@ def _resync(args: argparse.Namespace) -> int:
     from sqlalchemy_seqkeys.sequences.table import read_next_value
 
     where = f"{args.schema}.{args.table}" if args.schema else args.table
-    try:
-        engine = sa.create_engine(args.url)
-    except (sa.exc.ArgumentError, ImportError) as exc:
-        print(f"seqkeys: cannot use --url: {exc}", file=sys.stderr)
-        return 2
+    engine = _engine(args.url)
+    if isinstance(engine, int):
+        return engine
     missing = missing_sqlite_file(engine.url)
     if missing is not None:  # connecting would create it, empty: as doctor, refuse
         engine.dispose()
-        print(
-            f"seqkeys: cannot use --url: the SQLite database file {missing} does not exist "
-            "(connecting would create an empty one); check the path",
-            file=sys.stderr,
+        _error(
+            f"cannot use --url: the SQLite database file {missing} does not exist "
+            "(connecting would create an empty one); check the path"
         )
         return 2
+    status = _connects(engine)
+    if status:
+        return status
     try:
         with engine.begin() as conn:
             before = read_next_value(conn, args.sequence, table=args.sequences_table)
@@ -177,7 +306,7 @@ def _resync(args: argparse.Namespace) -> int:
                 sequences_table=args.sequences_table,
             )
     except (SeqKeysError, sa.exc.SQLAlchemyError) as exc:
-        print(f"seqkeys: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _error(f"{type(exc).__name__}: {exc}")
         return 1
     finally:
         engine.dispose()
