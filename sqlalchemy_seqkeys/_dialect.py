@@ -28,7 +28,7 @@ from sqlalchemy_seqkeys.dialects import (
     has_facts,
     identifier_text,
 )
-from sqlalchemy_seqkeys.errors import SeqKeysError
+from sqlalchemy_seqkeys.errors import SeqKeysError, SequenceExistsError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,10 +37,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FILE_NAME_TOO_LONG",
+    "MARIADB_SEQUENCE_MAX",
     "DialectFacts",
     "check_identifier",
+    "check_sequence_start",
     "create_native_sequence",
     "dialect_key",
+    "drop_native_sequence",
     "facts",
     "family",
     "file_name_too_long",
@@ -256,16 +259,114 @@ def file_name_too_long(exc: BaseException) -> bool:
     return "errno: 36" in str(orig)
 
 
+#: the largest value of a MariaDB sequence: its (signed BIGINT) sequences stop
+#: one short of BIGINT's maximum, and refuse a START WITH past it (error 4085)
+MARIADB_SEQUENCE_MAX = 2**63 - 2
+
+
+def check_sequence_start(
+    dialect: Dialect, sequence: sa.Sequence, error: type[SeqKeysError]
+) -> None:
+    """Raise ``error`` for a ``START WITH`` the engine's sequences cannot hold; no I/O.
+
+    MariaDB's sequences end at :data:`MARIADB_SEQUENCE_MAX` (2**63 - 2), where
+    PostgreSQL's, SQL Server's and Spanner's go on to 2**63 - 1.
+
+    Example::
+
+        >>> from sqlalchemy.dialects import mysql
+        >>> from sqlalchemy_seqkeys.errors import InvalidSequenceError
+        >>> check_sequence_start(mysql.dialect(is_mariadb=True), sa.Sequence("s", start=2**63 - 1),
+        ...                      InvalidSequenceError)
+        Traceback (most recent call last):
+        ...
+        sqlalchemy_seqkeys.errors.InvalidSequenceError: sequence 's' cannot start at \
+9223372036854775807 on MariaDB: its sequences end at 9223372036854775806 (2**63 - 2). Nothing \
+was sent to the database; start at or below 9223372036854775806
+    """
+    start = sequence.start
+    if getattr(dialect, "is_mariadb", False) and start is not None and start > MARIADB_SEQUENCE_MAX:
+        raise error(
+            f"sequence {sequence.name!r} cannot start at {start} on MariaDB: its sequences end "
+            f"at {MARIADB_SEQUENCE_MAX} (2**63 - 2). Nothing was sent to the database; start "
+            f"at or below {MARIADB_SEQUENCE_MAX}"
+        )
+
+
+def _server_codes(exc: sa.exc.DBAPIError) -> set[object]:
+    """The codes the driver's error carries: SQLSTATE (psycopg, asyncpg), MySQL's errno."""
+    orig = exc.orig
+    codes: set[object] = {getattr(orig, "sqlstate", None), getattr(orig, "pgcode", None)}
+    args = getattr(orig, "args", ())
+    if args and isinstance(args[0], int):  # PyMySQL, aiomysql, asyncmy, mysqlclient
+        codes.add(args[0])
+    codes.discard(None)
+    return codes
+
+
+def _server_text(exc: sa.exc.DBAPIError) -> str:
+    """What the server said, its detail lines included, on one line."""
+    return " ".join(line.strip() for line in str(exc.orig).splitlines() if line.strip())
+
+
+#: the name is another object's: PostgreSQL 42P07 (a table, view, index or sequence
+#: of that name), MySQL/MariaDB 1050; SQL Server 2714 and Oracle ORA-00955 by their text
+_NAME_TAKEN_CODES = frozenset({"42P07", 1050})
+_NAME_TAKEN_TEXTS = ("(2714)", "ORA-00955")
+#: other objects depend on it: PostgreSQL 2BP01; SQL Server 3729 by its text
+_DEPENDED_ON_CODES = frozenset({"2BP01"})
+_DEPENDED_ON_TEXTS = ("(3729)",)
+
+
+def _is(exc: sa.exc.DBAPIError, codes: frozenset[object], texts: tuple[str, ...]) -> bool:
+    return bool(_server_codes(exc) & codes) or any(t in str(exc.orig) for t in texts)
+
+
 def create_native_sequence(
     conn: sa.Connection, sequence: sa.Sequence, *, checkfirst: bool, error: type[SeqKeysError]
 ) -> None:
-    """``sequence.create(conn)``; a name MariaDB refuses for its file name raises ``error``."""
+    """``sequence.create(conn)``; the server's refusals raise a SeqKeysError, the cause kept.
+
+    A name MariaDB refuses for its file name raises ``error``; a name another
+    object of the database holds (a table, a view, an index: asked for a
+    sequence, ``has_sequence`` does not see them) raises
+    :class:`~sqlalchemy_seqkeys.SequenceExistsError`.
+    """
     try:
         sequence.create(conn, checkfirst=checkfirst)
     except sa.exc.DBAPIError as exc:
-        if not file_name_too_long(exc):
+        if file_name_too_long(exc):
+            raise error(
+                f"sequence name {sequence.name!r} cannot be used on {conn.dialect.name}: "
+                f"{FILE_NAME_TOO_LONG}. Nothing was created; choose a shorter name"
+            ) from exc
+        if _is(exc, _NAME_TAKEN_CODES, _NAME_TAKEN_TEXTS):
+            raise SequenceExistsError(
+                f"sequence {sequence.name!r} cannot be created: another object of the database "
+                "has that name and it is not a sequence (a table, a view, an index), or a "
+                "sequence another session created meanwhile. The server said: "
+                f"{_server_text(exc)}. Nothing was created; give the sequence another name, "
+                "or rename that object"
+            ) from exc
+        raise
+
+
+def drop_native_sequence(
+    conn: sa.Connection, sequence: sa.Sequence, *, error: type[SeqKeysError]
+) -> None:
+    """``sequence.drop(conn)``; a sequence other objects depend on raises ``error``.
+
+    PostgreSQL (and SQL Server) keep a sequence that a column's ``DEFAULT
+    nextval(...)`` or a view uses; MariaDB drops it all the same.
+    """
+    try:
+        sequence.drop(conn, checkfirst=False)
+    except sa.exc.DBAPIError as exc:
+        if not _is(exc, _DEPENDED_ON_CODES, _DEPENDED_ON_TEXTS):
             raise
         raise error(
-            f"sequence name {sequence.name!r} cannot be used on {conn.dialect.name}: "
-            f"{FILE_NAME_TOO_LONG}. Nothing was created; choose a shorter name"
+            f"sequence {sequence.name!r} was not dropped: other objects depend on it. The "
+            f"server said: {_server_text(exc)}. Nothing was dropped. Remove what uses it "
+            "first (a column default: ALTER TABLE ... ALTER COLUMN ... DROP DEFAULT; a view: "
+            "DROP VIEW), then drop it again"
         ) from exc

@@ -21,7 +21,12 @@ from sqlalchemy import event
 from sqlalchemy.engine.mock import MockConnection
 from sqlalchemy.schema import CreateSequence, DropSequence
 
-from sqlalchemy_seqkeys._dialect import check_identifier, create_native_sequence
+from sqlalchemy_seqkeys._dialect import (
+    check_identifier,
+    check_sequence_start,
+    create_native_sequence,
+    drop_native_sequence,
+)
 from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_name
 from sqlalchemy_seqkeys.errors import SeqKeysError, SequenceExistsError, SequenceNotFoundError
 
@@ -169,7 +174,10 @@ def create_native(
     """``CREATE SEQUENCE``: True; where it exists, False with ``checkfirst``, else raise.
 
     Asked first, not caught after: a failed statement ends PostgreSQL's transaction.
+    A start the engine cannot hold raises ``error`` before any statement; a name
+    another object holds, :class:`~sqlalchemy_seqkeys.SequenceExistsError`.
     """
+    check_sequence_start(conn.dialect, sequence, error)
     if native_exists(conn, sequence):
         if checkfirst:
             return False
@@ -182,8 +190,13 @@ def create_native(
     return True
 
 
-def drop_native(conn: sa.Connection, sequence: sa.Sequence, *, checkfirst: bool) -> bool:
-    """``DROP SEQUENCE``: True; where there is none, False with ``checkfirst``, else raise."""
+def drop_native(
+    conn: sa.Connection, sequence: sa.Sequence, *, checkfirst: bool, error: type[SeqKeysError]
+) -> bool:
+    """``DROP SEQUENCE``: True; where there is none, False with ``checkfirst``, else raise.
+
+    A sequence other objects depend on (a column's ``DEFAULT nextval(...)``) raises ``error``.
+    """
     if not native_exists(conn, sequence):
         if checkfirst:
             return False
@@ -191,7 +204,7 @@ def drop_native(conn: sa.Connection, sequence: sa.Sequence, *, checkfirst: bool)
             f"there is no sequence {sequence.name!r} to drop. Pass checkfirst=True to make "
             "this a no-op"
         )
-    sequence.drop(conn, checkfirst=False)
+    drop_native_sequence(conn, sequence, error=error)
     block_holders.forget(native_key(sequence))
     return True
 
@@ -428,7 +441,7 @@ class NativeOrRowSequence(SequenceContract):
         with _aio.begin(bind, "drop") as conn:
             if self._native(conn.dialect):
                 self._check_identifiers(conn.dialect)
-                dropped = drop_native(conn, self.sequence, checkfirst=checkfirst)
+                dropped = drop_native(conn, self.sequence, checkfirst=checkfirst, error=self._error)
             elif not checkfirst or sa.inspect(conn).has_table(self.table):
                 dropped = drop_table_sequence(
                     conn, self.name, table=self.table, checkfirst=checkfirst
@@ -445,6 +458,7 @@ class NativeOrRowSequence(SequenceContract):
     def _create_statements(self, dialect: sa.Dialect, metadata: sa.MetaData) -> list[Any]:
         """What :meth:`create` runs on ``dialect``, as statements (for a mock engine)."""
         if self._native(dialect):
+            check_sequence_start(dialect, self.sequence, self._error)
             return [CreateSequence(self.sequence)]
         return self._row()._create_statements(dialect, metadata)  # its row, as a TableSequence
 
