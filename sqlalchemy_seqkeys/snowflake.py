@@ -704,11 +704,7 @@ class Snowflake:
     column default under ``AsyncSession``) awaits, and the loop runs on;
     called straight from a coroutine the generator cannot await, and such a
     wait (at most ``max_backwards_ms``, or the rest of a tick) holds the
-    loop: pass ``on_clock_backwards="raise"`` where that matters. A wait for
-    the clock is bounded: a clock that has not reached the tick needed 1 s (or
-    four ticks, if longer) after a real clock would have, such as a test's
-    frozen clock, raises :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError`
-    and hands out no id (a later call mints once the clock moves). A
+    loop: pass ``on_clock_backwards="raise"`` where that matters. A
     ``transform`` whose result the layout cannot hold (past ``layout.max_id``)
     raises instead of handing it out. See docs/strategies/snowflake.md.
 
@@ -732,8 +728,8 @@ class Snowflake:
         (which :meth:`decode` undoes), or any function of an int.
     :param clock: nanoseconds since the Unix epoch (default ``time.time_ns``,
         or the lease's clock; a lease also reads it to write its high-water mark).
-        It must advance with time: a test's fake clock is moved on once a tick's
-        ids are used up, or the call raises after its bounded wait.
+        One still short of the tick needed 1 s (or four ticks) after a real clock
+        would be past it (a frozen test clock) raises ``InvalidSnowflakeError``.
 
     Example::
 

@@ -222,6 +222,41 @@ def _order_breaking(transform: Callable[[int], int]) -> str:
     )
 
 
+def _layout_and_transform(
+    layout: SnowflakeLayout | Snowflake | None, transform: Callable[[int], int] | None
+) -> tuple[SnowflakeLayout, Callable[[int], int] | None]:
+    """:func:`snowflake_bounds`'s ``layout`` and ``transform``, checked: a transform
+    not known to keep order is refused before it is called."""
+    if isinstance(layout, Snowflake):
+        if transform is not None:
+            raise InvalidSnowflakeError(
+                "pass transform= only with a SnowflakeLayout; a Snowflake brings its own"
+            )
+        transform = layout.transform
+        layout = layout.layout
+    elif layout is None:
+        layout = SnowflakeLayout()
+    elif not isinstance(layout, SnowflakeLayout):
+        raise InvalidSnowflakeError(
+            f"layout must be a SnowflakeLayout or a Snowflake, not {type(layout).__name__}"
+        )
+    if transform is not None:
+        if not callable(transform):
+            raise InvalidSnowflakeError(f"transform must be callable, not {transform!r}")
+        if not _keeps_order(transform):
+            raise InvalidSnowflakeError(
+                "no id range holds the ids of a time window under this transform: "
+                f"{_order_breaking(transform)}. Key the table by the untransformed id and "
+                "transform it only where it leaves the application (OpaqueBigint.encode "
+                "at an API): snowflake_bounds(start, end, layout) then selects its rows; "
+                "otherwise select on a timestamp column, or filter on the timestamp decoded "
+                "from the untransformed id (layout.decode(id).timestamp). A transform you "
+                "know to be strictly increasing you can apply to the bounds yourself: "
+                "map(f, snowflake_bounds(start, end, layout))"
+            )
+    return layout, transform
+
+
 def snowflake_bounds(
     start: datetime,
     end: datetime,
@@ -270,33 +305,7 @@ def snowflake_bounds(
       increasing to the bounds yourself:
       ``map(f, snowflake_bounds(start, end, layout))``.
     """
-    if isinstance(layout, Snowflake):
-        if transform is not None:
-            raise InvalidSnowflakeError(
-                "pass transform= only with a SnowflakeLayout; a Snowflake brings its own"
-            )
-        transform = layout.transform
-        layout = layout.layout
-    elif layout is None:
-        layout = SnowflakeLayout()
-    elif not isinstance(layout, SnowflakeLayout):
-        raise InvalidSnowflakeError(
-            f"layout must be a SnowflakeLayout or a Snowflake, not {type(layout).__name__}"
-        )
-    if transform is not None:
-        if not callable(transform):
-            raise InvalidSnowflakeError(f"transform must be callable, not {transform!r}")
-        if not _keeps_order(transform):
-            raise InvalidSnowflakeError(
-                "no id range holds the ids of a time window under this transform: "
-                f"{_order_breaking(transform)}. Key the table by the untransformed id and "
-                "transform it only where it leaves the application (OpaqueBigint.encode "
-                "at an API): snowflake_bounds(start, end, layout) then selects its rows; "
-                "otherwise select on a timestamp column, or filter on the timestamp decoded "
-                "from the untransformed id (layout.decode(id).timestamp). A transform you "
-                "know to be strictly increasing you can apply to the bounds yourself: "
-                "map(f, snowflake_bounds(start, end, layout))"
-            )
+    layout, transform = _layout_and_transform(layout, transform)
     s, e = _window(start, end)
     shift = layout.worker_bits + layout.sequence_bits
     # the first tick past the timestamp field; its ids would pass the column's
