@@ -24,16 +24,19 @@ __all__ = [
     "CopiedComputed",
     "alembic_impl_registered",
     "await_",
+    "connect_listened",
     "declared_callable",
     "greenlet_spawn",
     "in_greenlet",
     "insert_multi_values",
     "insert_values",
     "patch_spanner_reflection",
+    "pool_creator",
     "register_alembic_impl",
     "schema_map_for_statement",
     "set_column_default",
     "type_variants",
+    "url_connect_params",
     "without_overflow_limit",
 ]
 
@@ -202,6 +205,44 @@ def schema_map_for_statement(conn: sa.Connection, translate: Any) -> Iterator[No
 
 
 # -- pools -----------------------------------------------------------------------------
+
+
+def pool_creator(pool: sa.pool.Pool) -> Any:
+    """The callable ``pool`` opens its connections with (``Pool._creator``, private; 2.0,
+    2.1): ``creator=`` as given, or ``create_engine``'s own. ``Pool.recreate()``, which
+    ``Engine.dispose()`` and an asyncio engine's twin pools use, passes it on."""
+    return pool._creator
+
+
+def url_connect_params(pool: sa.pool.Pool) -> Mapping[str, Any] | None:
+    """The keyword arguments ``pool`` opens its connections with when it opens them through
+    ``create_engine``'s own function (the URL's and ``connect_args``); None for another
+    creator (``creator=``, ``async_creator=``, a ``pool=`` built elsewhere).
+
+    That function is ``create_engine.<locals>.connect``, its closure holding them as
+    ``cparams`` (2.0.56, 2.1.9). A release that shapes it otherwise gives None: the
+    caller treats the pool as one with a creator of its own.
+    """
+    creator = pool_creator(pool)
+    code = getattr(creator, "__code__", None)
+    if (
+        code is None
+        or getattr(creator, "__module__", None) != "sqlalchemy.engine.create"
+        or getattr(creator, "__qualname__", None) != "create_engine.<locals>.connect"
+    ):
+        return None
+    cells = dict(zip(code.co_freevars, getattr(creator, "__closure__", None) or (), strict=False))
+    try:
+        params = cells["cparams"].cell_contents
+    except (KeyError, ValueError):  # no such cell; or empty
+        return None
+    return params if isinstance(params, Mapping) else None
+
+
+def connect_listened(dialect: sa.Dialect) -> bool:
+    """Whether a ``do_connect`` listener may change how ``dialect``'s engines connect
+    (the event's listeners, ``dialect.dispatch.do_connect``: 2.0, 2.1)."""
+    return bool(getattr(dialect.dispatch, "do_connect", None))
 
 
 def without_overflow_limit(pool: sa.pool.Pool) -> sa.pool.Pool:

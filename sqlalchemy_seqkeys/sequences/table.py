@@ -23,7 +23,12 @@ import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys import _validate as validate
-from sqlalchemy_seqkeys._compat import schema_map_for_statement
+from sqlalchemy_seqkeys._compat import (
+    connect_listened,
+    pool_creator,
+    schema_map_for_statement,
+    url_connect_params,
+)
 from sqlalchemy_seqkeys._dialect import check_identifier, facts, ignores_conflicts
 from sqlalchemy_seqkeys._dialect import insert_ignoring_conflict as insert_ignoring_conflict
 from sqlalchemy_seqkeys._validate import check_int
@@ -308,6 +313,58 @@ def _database(url: sa.URL) -> sa.URL:
     return url.set(drivername=url.get_backend_name())
 
 
+#: connect arguments that can pick another server, database, user or default schema
+#: than the URL names (libpq and psycopg, asyncpg, pg8000, the MySQL drivers, Oracle,
+#: SQL Server)
+_PICKING_ARGS = frozenset(
+    {
+        *("host", "hostaddr", "port", "server", "unix_socket", "unix_sock"),
+        *("dbname", "database", "db", "dsn", "conninfo", "service", "service_name", "sid"),
+        *("odbc_connect", "read_default_file", "read_default_group", "user", "username"),
+        *("options", "server_settings", "init_command"),  # a search_path, a USE
+    }
+)
+
+
+def database_key(engine: sa.Engine) -> tuple[object, bool]:
+    """What tells the database ``engine`` reaches apart, and whether to hold it weakly.
+
+    Its URL, the driver left out (a sync and an asyncio engine on one database
+    share it; it outlives ``engine.dispose()`` and the engine), where the URL
+    picks the database: the engine connects with ``create_engine``'s own
+    function, no ``do_connect`` listener, its ``connect_args`` picking nothing
+    the URL does not (``options``, ``dbname``, ``host``...: their values join
+    the key). Else the creator it connects with (weakly): the engine's own, kept
+    by its copies, its pools after ``dispose()``, an asyncio engine's lanes; in
+    a creator that cannot be held weakly, and for in-memory SQLite, the pool.
+    Example::
+
+        >>> database_key(sa.create_engine("sqlite:///a.db"))
+        (sqlite:///a.db, False)
+    """
+    url, pool = engine.url, engine.pool
+    if _in_memory(url):  # every in-memory SQLite engine has a database of its own
+        return pool, True
+    params = url_connect_params(pool)
+    if params is None or connect_listened(engine.dialect):
+        creator = pool_creator(pool)
+        try:
+            weakref.ref(creator)
+            hash(creator)
+        except TypeError:
+            return pool, True
+        return creator, True
+    from_url = {str(v) for v in (url.host, url.port, url.database, url.username) if v is not None}
+    for value in url.query.values():
+        from_url.update([value] if isinstance(value, str) else value)
+    picked = sorted(
+        (name, repr(value))
+        for name, value in params.items()
+        if name in _PICKING_ARGS and str(value) not in from_url
+    )
+    return (_database(url), *picked) if picked else _database(url), False
+
+
 class _Registry:
     """A process-wide record behind a lock that a forked child replaces.
 
@@ -332,6 +389,8 @@ class _Registry:
 class _Received(_Registry):
     """The highest value this process received per (database, tenant, table, sequence).
 
+    The database is :func:`database_key`'s: by URL where the URL picks it.
+
     Only values from committed allocations of their own are recorded: a value
     taken in the caller's transaction returns to the sequence on rollback.
     """
@@ -339,13 +398,13 @@ class _Received(_Registry):
     def __init__(self) -> None:
         super().__init__()
         self._by_url: dict[object, dict[tuple[object, str, str], int]] = {}
-        self._by_pool: weakref.WeakKeyDictionary[sa.pool.Pool, dict[tuple[object, str, str], int]]
-        self._by_pool = weakref.WeakKeyDictionary()
+        #: by creator, or by pool (database_key)
+        self._by_owner: weakref.WeakKeyDictionary[object, dict[tuple[object, str, str], int]]
+        self._by_owner = weakref.WeakKeyDictionary()
 
     def _slot(self, engine: sa.Engine) -> dict[tuple[object, str, str], int]:
-        if _in_memory(engine.url):
-            return self._by_pool.setdefault(engine.pool, {})
-        return self._by_url.setdefault(_database(engine.url), {})
+        key, weak = database_key(engine)
+        return (self._by_owner if weak else self._by_url).setdefault(key, {})
 
     def highest(self, engine: sa.Engine, table: str, name: str) -> int | None:
         with self._lock:
