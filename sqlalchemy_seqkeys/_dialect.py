@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import sys
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
@@ -185,6 +185,29 @@ def natively_bit_reversed(dialect: Dialect | str) -> bool:
 
 
 __all__ += ["natively_bit_reversed"]
+
+
+def keyed_by_schema(select: sa.Select[Any], sequence: sa.Sequence) -> sa.Select[Any]:
+    """``select``, which takes ``sequence``'s values, cached apart per schema of the sequence.
+
+    SQLAlchemy's cache key of ``sequence.next_value()`` holds the sequence's
+    name and not its schema, so a statement compiled for ``a.orders`` would be
+    reused for ``b.orders``. The schema goes into a statement hint for no
+    dialect: part of the cache key, rendered nowhere::
+
+        >>> from sqlalchemy.dialects import postgresql
+        >>> print(keyed_by_schema(sa.select(sa.Sequence("s", schema="b").next_value()),
+        ...                       sa.Sequence("s", schema="b")).compile(
+        ...     dialect=postgresql.dialect()))
+        SELECT nextval('b.s') AS next_value_1
+    """
+    return select.with_statement_hint(f"schema {sequence.schema!r}", _NO_DIALECT)
+
+
+#: the dialect name of a statement hint that only keys the compiled cache
+_NO_DIALECT = "seqkeys-cache-key"
+
+__all__ += ["keyed_by_schema"]
 
 
 # -- identifiers: a name as SQL text, and the names an engine cannot hold -----------

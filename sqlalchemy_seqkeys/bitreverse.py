@@ -24,6 +24,7 @@ from sqlalchemy.sql.compiler import DDLCompiler
 from sqlalchemy_seqkeys._dialect import (
     facts,
     has_sequences,
+    keyed_by_schema,
     natively_bit_reversed,
 )
 from sqlalchemy_seqkeys._positional import PositionalDefault
@@ -188,7 +189,7 @@ class BitReversed:
 
 def _next_from_sequence(conn: sa.Connection, sequence: sa.Sequence) -> int:
     try:
-        value = conn.scalar(sa.select(sequence.next_value()))
+        value = conn.scalar(keyed_by_schema(sa.select(sequence.next_value()), sequence))
     except statement_errors() as exc:
         what = f"taking a value from sequence {sequence.name!r}"
         raise sequence_error(exc, sequence.name, what) from exc
@@ -477,10 +478,11 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
 
     def _fetch_raw(self, conn: sa.Connection, state: _Block) -> list[Any]:
         build = state.build
+        sequence = self.sequence
         if build is None:
-            return [conn.scalar(sa.select(self.sequence.next_value()))]
+            return [conn.scalar(keyed_by_schema(sa.select(sequence.next_value()), sequence))]
         try:
-            return list(conn.scalars(build(self.sequence, self.batch_size)))
+            return list(conn.scalars(keyed_by_schema(build(sequence, self.batch_size), sequence)))
         except sa.exc.DBAPIError as exc:
             if not _no_sequence_engine(exc):
                 raise
@@ -490,7 +492,7 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
                 raise
             # A failed statement leaves a MariaDB transaction as it was.
             state.build = build = mysql.sequence_block_without_sequence_engine
-            return list(conn.scalars(build(self.sequence, self.batch_size)))
+            return list(conn.scalars(keyed_by_schema(build(sequence, self.batch_size), sequence)))
 
     def _new_counter(self) -> TableSequence:
         # batch_size 1: in the inserting transaction, gapless, as before. A

@@ -13,16 +13,21 @@ User guide: docs/strategies/pooled.md.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
+from functools import lru_cache
 
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultExecutionContext
 
+from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._dialect import (
     check_identifier,
     facts,
     identifier_text,
     incrementing_sequences,
+    keyed_by_schema,
 )
 from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._rows import RowsAhead
@@ -60,7 +65,9 @@ from sqlalchemy_seqkeys.sequences.resync import (
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
     MAX_VALUE,
+    block_holders,
     check_name,
+    native_key,
     read_next_value,
     statement_map,
     with_schema_map,
@@ -81,18 +88,110 @@ __all__ = [
 MAX_ALLOCATION_SIZE = MAX_BATCH_SIZE
 
 
+# -- what this process received: the floor a new block must start above ------------
+
+#: a sequence within its database: (schema as translated, name)
+_FloorKey = tuple["str | None", str]
+
+
+@lru_cache(maxsize=256)
+def _database(url: sa.URL) -> sa.URL:
+    # The database, whatever the driver: a sync and an asyncio engine on one
+    # database (postgresql+psycopg, postgresql+asyncpg) share what was received.
+    return url.set(drivername=url.get_backend_name())
+
+
+def _database_key(engine: sa.Engine) -> tuple[object, bool]:
+    """What tells ``engine``'s database apart, and whether to hold it weakly.
+
+    As a TableSequence's ``received`` keys it: the URL without the driver;
+    the pool (weakly) where the URL names neither host nor database, as the
+    URL of an engine made with ``creator=`` does.
+    """
+    url = engine.url
+    if url.host is None and url.database is None:  # the URL does not say where
+        return engine.pool, True
+    return _database(url), False
+
+
+class _Floors:
+    """The last key of the highest block this process received, per native sequence.
+
+    Process-wide, as a TableSequence's (``sequences.table.received``): per
+    database (:func:`_database_key`), the sequence's schema as the connection
+    translates it (a tenant's), and its name. So ``engine.dispose()`` and a
+    second engine on the same database keep it, and a forked child keeps its
+    parent's (a lower bound: safe). A sequence of that name created or dropped
+    through this library (any instance, an Alembic operation) forgets it, on
+    every database: ``block_holders``.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[int, threading.Lock] = {}
+        self._by_url: dict[object, dict[_FloorKey, int]] = {}
+        self._by_owner: weakref.WeakKeyDictionary[object, dict[_FloorKey, int]]
+        self._by_owner = weakref.WeakKeyDictionary()
+        #: name -> what block_holders tells when that sequence is created or dropped
+        self._watchers: dict[str, _ForgetFloors] = {}
+
+    def _slot(self, engine: sa.Engine) -> dict[_FloorKey, int]:
+        key, weak = _database_key(engine)
+        return (self._by_owner if weak else self._by_url).setdefault(key, {})
+
+    @staticmethod
+    def key(conn: sa.Connection, sequence: sa.Sequence) -> _FloorKey:
+        """Sequence ``sequence`` where ``conn`` reaches it (its schema_translate_map applied)."""
+        return (conn.schema_for_object(sequence), sequence.name)
+
+    def highest(self, conn: sa.Connection, key: _FloorKey) -> int | None:
+        with _fork.process_lock(self._locks):
+            return self._slot(conn.engine).get(key)
+
+    def record(self, conn: sa.Connection, key: _FloorKey, sequence: sa.Sequence, last: int) -> None:
+        name = key[1]
+        if name not in self._watchers:  # one watcher per name, kept while the process runs
+            watcher = _ForgetFloors(self, name)
+            if self._watchers.setdefault(name, watcher) is watcher:
+                block_holders.add(watcher, native_key(sequence))
+        with _fork.process_lock(self._locks):
+            slot = self._slot(conn.engine)
+            if slot.get(key, -1) < last:
+                slot[key] = last
+
+    def forget(self, name: str) -> None:
+        """Forget every floor of sequences named ``name``: one was created or dropped anew."""
+        with _fork.process_lock(self._locks):
+            for slot in (*self._by_url.values(), *self._by_owner.values()):
+                for key in [k for k in slot if k[1] == name]:
+                    del slot[key]
+
+
+class _ForgetFloors:
+    """Told by ``block_holders`` that sequence ``name`` was created or dropped anew."""
+
+    __slots__ = ("__weakref__", "floors", "name")
+
+    def __init__(self, floors: _Floors, name: str) -> None:
+        self.floors = floors
+        self.name = name
+
+    def forget_blocks(self) -> None:
+        self.floors.forget(self.name)
+
+
+_floors = _Floors()
+
+
 # -- the blocks one process holds --------------------------------------------------
 
 
 class _Blocks(Blocks):
     """The blocks of one pooled sequence on one database (pool) for one tenant."""
 
-    __slots__ = ("checked", "floor")
+    __slots__ = ("checked",)
 
     def __init__(self) -> None:
         super().__init__()
-        #: the last value of the highest block received: a new block must start above it
-        self.floor: int | None = None
         #: the catalog agreed with the declaration (asked once per pool)
         self.checked = False
 
@@ -184,7 +283,7 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
         self.sequence = sa.Sequence(
             name, start=self.start, increment=self.allocation_size, schema=schema
         )
-        self._select_next = sa.select(self.sequence.next_value())
+        self._select_next = keyed_by_schema(sa.select(self.sequence.next_value()), self.sequence)
         #: per pool and tenant; None where the engine has no such sequence
         self._blocks = BlockStore(_new_blocks)
         self._hold_blocks()
@@ -268,9 +367,11 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
 
     def _fetch(self, conn: sa.Connection, state: _Blocks) -> Block:
         """A new block from one ``nextval`` on ``conn``, with no lock held meanwhile."""
-        # Read before nextval: any block recorded by now came from a nextval
-        # that returned before this one was sent, so this one must be higher.
-        floor = state.floor
+        # Read before nextval: any block recorded by now (by any engine of this
+        # process on this database) came from a nextval that returned before
+        # this one was sent, so this one must be higher.
+        key = _floors.key(conn, self.sequence)
+        floor = _floors.highest(conn, key)
         if not state.checked:
             self._check_identifiers(conn.dialect)
             self._check_catalog(conn)
@@ -290,9 +391,7 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
                 f"sequence {self.name!r} returned {first}; its block of {size} would pass the "
                 f"BIGINT maximum {MAX_VALUE}. Nothing was handed out. Use a new sequence"
             )
-        with state.lock:
-            if state.floor is None or state.floor < first + size - 1:
-                state.floor = first + size - 1
+        _floors.record(conn, key, self.sequence, first + size - 1)
         return range_block(first, first + size)
 
     def _take_many(self, conn: sa.Connection, state: _Blocks, n: int) -> list[int]:
