@@ -108,14 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("alembic-init", "alembic-template"):
         return _alembic(args)
     if args.command == "doctor":
-        from .doctor import run_command
-
-        return run_command(args.url, args.models, as_json=args.json)
+        return _doctor(args)
     return _resync(args)
 
 
-def _error(message: str) -> None:
-    print(f"seqkeys: {message}", file=sys.stderr)
+def _error(message: str, command: str = "") -> None:
+    print(f"seqkeys{' ' if command else ''}{command}: {message}", file=sys.stderr)
 
 
 #: what a usable --url looks like, for the messages that refuse one
@@ -123,34 +121,43 @@ _URL_FORM = "dialect+driver://user:password@host:port/database, the port a numbe
 _SYNC_DRIVERS = "postgresql+psycopg://, mysql+pymysql://, sqlite:///app.db"
 
 
-def _engine(url: str) -> sa.Engine | int:
+def _engine(url: str, command: str = "", *, existing: bool = False) -> sa.Engine | int:
     """An Engine for ``--url``; or, said on stderr, the exit status 2 when it cannot be used.
 
     Nothing is connected: a malformed URL, a dialect or driver not installed, or
-    an async driver (a sync command would end in MissingGreenlet) is refused here.
+    an async driver (a sync command would end in MissingGreenlet) is refused here;
+    with ``existing``, so is a SQLite file that does not exist (connecting would
+    create it, empty).
     """
     import sqlalchemy as sa
+
+    from .doctor import missing_sqlite_file
 
     try:
         engine = sa.create_engine(url)
     except sa.exc.ArgumentError as exc:
-        _error(f"cannot use --url: {exc}; give a URL of the form {_URL_FORM}")
-        return 2
+        why = f"{exc}; give a URL of the form {_URL_FORM}"
     except ValueError as exc:  # a port that is no number
-        _error(f"cannot use --url: {exc}; check the port (the URL's form: {_URL_FORM})")
-        return 2
+        why = f"{exc}; check the port (the URL's form: {_URL_FORM})"
     except ImportError as exc:  # the dialect's driver is not installed
-        _error(f"cannot use --url: {exc}; install the driver it names")
-        return 2
-    if engine.dialect.is_async:
-        driver = engine.url.drivername
+        why = f"{exc}; install the driver it names"
+    else:
+        missing = missing_sqlite_file(engine.url) if existing else None
+        if engine.dialect.is_async:
+            why = (
+                f"{engine.url.drivername} is an async driver, and seqkeys runs without an "
+                f"event loop; use a sync driver URL, e.g. {_SYNC_DRIVERS}, for the same database"
+            )
+        elif missing is not None:
+            why = (
+                f"the SQLite database file {missing} does not exist (connecting would create "
+                "an empty one); check the path"
+            )
+        else:
+            return engine
         engine.dispose()
-        _error(
-            f"cannot use --url: {driver} is an async driver, and seqkeys runs without an "
-            f"event loop; use a sync driver URL, e.g. {_SYNC_DRIVERS}, for the same database"
-        )
-        return 2
-    return engine
+    _error(f"cannot use --url: {why}", command)
+    return 2
 
 
 def _connects(engine: sa.Engine) -> int:
@@ -174,6 +181,21 @@ def _connects(engine: sa.Engine) -> int:
         return 1
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from .doctor import load_metadata, run_command
+    from .errors import SeqKeysError
+
+    try:
+        metadata = load_metadata(args.models)
+    except SeqKeysError as exc:
+        _error(str(exc), "doctor")
+        return 2
+    engine = _engine(args.url, "doctor", existing=True)
+    if isinstance(engine, int):
+        return engine
+    return run_command(engine, metadata, args.models, as_json=args.json)
+
+
 def _demo(args: argparse.Namespace) -> int:
     import sqlalchemy as sa
 
@@ -187,7 +209,7 @@ def _demo(args: argparse.Namespace) -> int:
     engine.dispose()
     if status:
         return status
-    print(f"seqkeys demo on {args.url}")
+    print(f"seqkeys demo on {engine.url}")  # the password hidden
     try:
         run_demo(args.url, rows=args.rows)
     except (SeqKeysError, sa.exc.SQLAlchemyError) as exc:
@@ -274,23 +296,14 @@ def _alembic(args: argparse.Namespace) -> int:
 def _resync(args: argparse.Namespace) -> int:
     import sqlalchemy as sa
 
-    from sqlalchemy_seqkeys.doctor import missing_sqlite_file
     from sqlalchemy_seqkeys.errors import SeqKeysError
     from sqlalchemy_seqkeys.sequences.resync import resync_table_sequence
     from sqlalchemy_seqkeys.sequences.table import read_next_value
 
     where = f"{args.schema}.{args.table}" if args.schema else args.table
-    engine = _engine(args.url)
+    engine = _engine(args.url, existing=True)
     if isinstance(engine, int):
         return engine
-    missing = missing_sqlite_file(engine.url)
-    if missing is not None:  # connecting would create it, empty: as doctor, refuse
-        engine.dispose()
-        _error(
-            f"cannot use --url: the SQLite database file {missing} does not exist "
-            "(connecting would create an empty one); check the path"
-        )
-        return 2
     status = _connects(engine)
     if status:
         return status

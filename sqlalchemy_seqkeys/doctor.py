@@ -1309,46 +1309,11 @@ def missing_sqlite_file(url: sa.URL) -> str | None:
     return None if os.path.exists(path) else path
 
 
-def run_command(url: str, models: str, *, as_json: bool = False) -> int:
-    """``seqkeys doctor``: print the report; 0 when healthy, 1 on a problem, 2 on bad arguments."""
+def run_command(engine: sa.Engine, metadata: sa.MetaData, models: str, *, as_json: bool) -> int:
+    """``seqkeys doctor`` once its arguments are checked (``cli``): print the report;
+    0 when healthy, 1 on a problem, 2 when ``models`` hold no key column."""
     import sys
 
-    try:
-        metadata = load_metadata(models)
-    except SeqKeysError as exc:
-        print(f"seqkeys doctor: {exc}", file=sys.stderr)
-        return 2
-    try:
-        engine = sa.create_engine(url)
-    except (sa.exc.ArgumentError, ImportError) as exc:
-        print(f"seqkeys doctor: cannot use --url: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:  # a URL whose port is no number
-        print(
-            f"seqkeys doctor: cannot use --url: {exc}; check the port (the URL's form: "
-            "dialect+driver://user:password@host:port/database, the port a number)",
-            file=sys.stderr,
-        )
-        return 2
-    if engine.dialect.is_async:  # doctor() runs in no event loop (MissingGreenlet)
-        engine.dispose()
-        driver = engine.url.drivername
-        print(
-            f"seqkeys doctor: cannot use --url: {driver} is an async driver; give the URL "
-            "of a sync driver (e.g. postgresql+psycopg://, mysql+pymysql://, sqlite://) "
-            "for the same database",
-            file=sys.stderr,
-        )
-        return 2
-    missing = missing_sqlite_file(engine.url)
-    if missing is not None:  # connecting would create it: doctor changes nothing
-        engine.dispose()
-        print(
-            f"seqkeys doctor: cannot use --url: the SQLite database file {missing} does not "
-            "exist (connecting would create an empty one); check the path",
-            file=sys.stderr,
-        )
-        return 2
     if not _keys(metadata):  # nothing to check is no clean bill of health
         engine.dispose()
         tables = len(metadata.tables)
