@@ -270,12 +270,13 @@ def _insert_row(operations: Operations, table: str, name: str, start: int) -> No
 def _delete_row(operations: Operations, table: str, name: str) -> None:
     _check_table_name(operations, table, "sequences table")
     conn = migration_connection(operations)
-    if conn is not None and (
-        not _has_table(conn, table) or read_next_value(conn, name, table=table) is None
-    ):
-        raise MigrationError(
-            f"sequence {name!r} does not exist in table {table!r}, so there is nothing to drop"
-        )
+    if conn is not None:
+        if not _has_table(conn, table) or read_next_value(conn, name, table=table) is None:
+            raise MigrationError(
+                f"sequence {name!r} does not exist in table {table!r}, so there is nothing to drop"
+            )
+        # where names compare case-insensitively, the DELETE would take another case's row
+        check_exact_names(conn, table, MigrationError)
     t = sequences_table(sa.MetaData(), table)
     operations.execute(sa.delete(t).where(t.c.name == name))
     if conn is not None:

@@ -136,6 +136,10 @@ def test_names_made_case_sensitive(op: Operations, engine: Engine) -> None:
             old.next_value(engine)
         with pytest.raises(MigrationError, match="make_sequence_names_case_sensitive"):
             op.create_table_sequence("invoice_a", table=TABLE)
+        # a DELETE by name would remove 'Invoice_A' there: refused, the row kept
+        with pytest.raises(MigrationError, match="make_sequence_names_case_sensitive"):
+            op.drop_table_sequence("invoice_a", table=TABLE)
+        assert read_next_value(conn, "Invoice_A", table=TABLE) == 10
         # autogenerate proposes the conversion for a sequences table the models declare
         models = sa.MetaData()
         sequences_table(models, TABLE)
