@@ -79,6 +79,11 @@ def reverse_bits(n: int) -> int:
     """
     hint = "reverse_bits() takes a positive BIGINT"
     check_int(n, "n", InvalidBitReversalError, min=0, max=_LIMIT - 1, hint=hint)
+    return _reversed(n)
+
+
+def _reversed(n: int) -> int:
+    """:func:`reverse_bits` of an ``n`` known to be in range (a value this module made)."""
     return int(f"{n:063b}"[::-1], 2)
 
 
@@ -522,10 +527,13 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
             return self._value(conn)
 
     def next_values(self, bind: sa.Engine | sa.Connection, n: int) -> list[int]:
-        """Take ``n`` distinct values outside the ORM, in the order their counters come.
+        """Take ``n`` distinct values outside the ORM, in ascending order of their counters.
 
         Bit-reversed values are not ordered; their counters are, within one
-        call (with blocks, within one process's block).
+        call. With blocks, threads that run out of a block at the same moment
+        each fetch one, and the block whose statement answered late is handed
+        out after the other: one call's counters are sorted, but a call may
+        return counters below those of an earlier call.
 
         :param bind: an Engine (a transaction of its own) or a Connection.
         :param n: how many, 0 to 2**20.
@@ -536,7 +544,10 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
         """
         check_int(n, "n", InvalidBitReversalError, min=0, max=MAX_BIT_REVERSED_BATCH)
         with begin(bind, "next_values") as conn:
-            return [self._value(conn) for _ in range(n)]
+            values = [self._value(conn) for _ in range(n)]
+        if self.batch_size > 1:  # in order already but where a late, lower block came between
+            values.sort(key=_reversed)  # by counter: reversal is its own inverse
+        return values
 
 
 bit_reversed_sequence = deprecated_factory(

@@ -342,6 +342,11 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
     def next_values(self, bind: sa.Engine | sa.Connection, n: int) -> list[int]:
         """Take ``n`` distinct keys outside the ORM (from the blocks, fetching as needed).
 
+        In ascending order. Threads that run out of a block at the same moment
+        each fetch one, and the block whose ``nextval`` answered late is handed
+        out after the other: the keys of one call are sorted, but a call may
+        return keys below those of an earlier call.
+
         :param bind: an Engine or a Connection.
         :param n: how many, 0 to 2**31.
 
@@ -354,7 +359,9 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
             state = self._blocks.of(conn)
             if state is None:
                 return self.fallback.next_values(conn, n)
-            return self._take_many(conn, state, n)
+            keys = self._take_many(conn, state, n)
+        keys.sort()  # in order already but where a late, lower block came between
+        return keys
 
     # -- blocks -------------------------------------------------------------------
 
