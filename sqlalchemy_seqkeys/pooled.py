@@ -16,7 +16,6 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass
-from functools import lru_cache
 
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultExecutionContext
@@ -67,6 +66,7 @@ from sqlalchemy_seqkeys.sequences.table import (
     MAX_VALUE,
     block_holders,
     check_name,
+    database_key,
     native_key,
     read_next_value,
     statement_map,
@@ -94,36 +94,17 @@ MAX_ALLOCATION_SIZE = MAX_BATCH_SIZE
 _FloorKey = tuple["str | None", str]
 
 
-@lru_cache(maxsize=256)
-def _database(url: sa.URL) -> sa.URL:
-    # The database, whatever the driver: a sync and an asyncio engine on one
-    # database (postgresql+psycopg, postgresql+asyncpg) share what was received.
-    return url.set(drivername=url.get_backend_name())
-
-
-def _database_key(engine: sa.Engine) -> tuple[object, bool]:
-    """What tells ``engine``'s database apart, and whether to hold it weakly.
-
-    As a TableSequence's ``received`` keys it: the URL without the driver;
-    the pool (weakly) where the URL names neither host nor database, as the
-    URL of an engine made with ``creator=`` does.
-    """
-    url = engine.url
-    if url.host is None and url.database is None:  # the URL does not say where
-        return engine.pool, True
-    return _database(url), False
-
-
 class _Floors:
     """The last key of the highest block this process received, per native sequence.
 
     Process-wide, as a TableSequence's (``sequences.table.received``): per
-    database (:func:`_database_key`), the sequence's schema as the connection
-    translates it (a tenant's), and its name. So ``engine.dispose()`` and a
-    second engine on the same database keep it, and a forked child keeps its
-    parent's (a lower bound: safe). A sequence of that name created or dropped
-    through this library (any instance, an Alembic operation) forgets it, on
-    every database: ``block_holders``.
+    database as ``database_key`` tells them apart (by URL where the URL picks
+    the database, else by the engine's creator), the sequence's schema as the
+    connection translates it (a tenant's), and its name. So ``engine.dispose()``
+    and a second engine on the same database keep it, and a forked child keeps
+    its parent's (a lower bound: safe). A sequence of that name created or
+    dropped through this library (any instance, an Alembic operation) forgets
+    it, on every database: ``block_holders``.
     """
 
     def __init__(self) -> None:
@@ -134,8 +115,8 @@ class _Floors:
         #: name -> what block_holders tells when that sequence is created or dropped
         self._watchers: dict[str, _ForgetFloors] = {}
 
-    def _slot(self, engine: sa.Engine) -> dict[_FloorKey, int]:
-        key, weak = _database_key(engine)
+    def _slot(self, database: tuple[object, bool]) -> dict[_FloorKey, int]:
+        key, weak = database  # database_key(engine), worked out before the lock
         return (self._by_owner if weak else self._by_url).setdefault(key, {})
 
     @staticmethod
@@ -144,8 +125,9 @@ class _Floors:
         return (conn.schema_for_object(sequence), sequence.name)
 
     def highest(self, conn: sa.Connection, key: _FloorKey) -> int | None:
+        database = database_key(conn.engine)
         with _fork.process_lock(self._locks):
-            return self._slot(conn.engine).get(key)
+            return self._slot(database).get(key)
 
     def record(self, conn: sa.Connection, key: _FloorKey, sequence: sa.Sequence, last: int) -> None:
         name = key[1]
@@ -153,8 +135,9 @@ class _Floors:
             watcher = _ForgetFloors(self, name)
             if self._watchers.setdefault(name, watcher) is watcher:
                 block_holders.add(watcher, native_key(sequence))
+        database = database_key(conn.engine)
         with _fork.process_lock(self._locks):
-            slot = self._slot(conn.engine)
+            slot = self._slot(database)
             if slot.get(key, -1) < last:
                 slot[key] = last
 

@@ -174,6 +174,40 @@ def test_one_name_in_two_schemas_is_two_sequences(
             execute(pg_engine, f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
+def test_engines_with_one_url_on_two_databases_keep_floors_of_their_own(engines: Any) -> None:
+    """Engines made with creator= (as cloud SQL connectors are) share a URL that names no
+    database: each keeps its own floor, as TableSequence's (sequences.table.database_key)."""
+    import psycopg
+
+    pg_engine = engines.get("postgresql")
+    with engines.fresh_database("postgresql", "floor_creator") as other_url:
+        urls = [pg_engine.url, sa.make_url(other_url)]
+        made = [
+            sa.create_engine(
+                "postgresql+psycopg://",
+                creator=lambda u=u: psycopg.connect(
+                    host=u.host, port=u.port, user=u.username, dbname=u.database
+                ),
+            )
+            for u in urls
+        ]
+        try:
+            for engine in made:
+                PooledSequence(NAME, batch_size=SIZE).drop(engine, checkfirst=True)
+                PooledSequence(NAME, batch_size=SIZE).create(engine)
+            sequence = PooledSequence(NAME, batch_size=SIZE)
+            assert sequence.next_values(made[0], 25) == list(range(1, 26))
+            assert sequence.next_values(made[1], 5) == list(range(1, 6))
+            restart(made[0])
+            made[0].dispose()
+            with pytest.raises(SequenceMovedBackwardsError, match="moved backwards"):
+                sequence.next_value(made[0])
+        finally:
+            PooledSequence(NAME, batch_size=SIZE).drop(made[0], checkfirst=True)
+            for engine in made:
+                engine.dispose()
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX-only")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
 def test_a_forked_child_keeps_the_parents_floor(native_engine: Engine) -> None:
