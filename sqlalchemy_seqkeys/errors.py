@@ -187,12 +187,13 @@ class SequenceLockTimeoutError(SequenceAllocationError):
 
 
 class SequenceMovedBackwardsError(SequenceAllocationError):
-    """A table sequence handed out a block at or below values this process already received.
+    """A table or pooled sequence gave a block at or below keys this process already received.
 
-    Its row moved backwards: restored from a backup, recreated by hand, or
-    edited. Nothing from that block is handed out. Example: move the row past
-    the keys in use with :func:`~sqlalchemy_seqkeys.resync_table_sequence`
-    (``seqkeys resync``, ``op.resync_table_sequence``).
+    It moved backwards: restored from a backup, recreated, restarted or
+    edited. Nothing from that block is handed out. Example: move it past the
+    keys in use with :func:`~sqlalchemy_seqkeys.resync_table_sequence`
+    (``seqkeys resync``, ``op.resync_table_sequence``) or
+    :func:`~sqlalchemy_seqkeys.resync_pooled_sequence`.
     """
 
 
