@@ -194,8 +194,10 @@ def test_clean_handover_from_a_holder_whose_clock_runs_ahead(
     assert mint_paced(ahead, lambda: time.monotonic() > until, held) == "stopped"
     first.close()
 
-    # The lowest free id is the one just released: taken at once.
-    second = WorkerLease(lease_engine, ttl=TTL, max_worker_id=0).start()
+    # The lowest free id is the one just released: taken at once. Its start waits for the
+    # clock to pass the first holder's ids (up to 1.3 s ahead), renewing meanwhile: a
+    # successor's ttl, whose renewals survive a loaded machine (a 1 s one lapsed there)
+    second = WorkerLease(lease_engine, ttl=SUCCESSOR_TTL, max_worker_id=0).start()
     assert second.worker_id == first.worker_id
     ids = Snowflake(worker_id=second)
     minted: list[int] = []
