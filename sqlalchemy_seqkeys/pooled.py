@@ -13,14 +13,11 @@ User guide: docs/strategies/pooled.md.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultExecutionContext
 
-from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._dialect import (
     check_identifier,
     facts,
@@ -64,9 +61,9 @@ from sqlalchemy_seqkeys.sequences.resync import (
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
     MAX_VALUE,
+    Floors,
     block_holders,
     check_name,
-    database_key,
     native_key,
     read_next_value,
     statement_map,
@@ -90,79 +87,39 @@ MAX_ALLOCATION_SIZE = MAX_BATCH_SIZE
 
 # -- what this process received: the floor a new block must start above ------------
 
-#: a sequence within its database: (schema as translated, name)
-_FloorKey = tuple["str | None", str]
-
-
-class _Floors:
-    """The last key of the highest block this process received, per native sequence.
-
-    Process-wide, as a TableSequence's (``sequences.table.received``): per
-    database as ``database_key`` tells them apart (by URL where the URL picks
-    the database, else by the engine's creator), the sequence's schema as the
-    connection translates it (a tenant's), and its name. So ``engine.dispose()``
-    and a second engine on the same database keep it, and a forked child keeps
-    its parent's (a lower bound: safe). A sequence of that name created or
-    dropped through this library (any instance, an Alembic operation) forgets
-    it, on every database: ``block_holders``.
-    """
-
-    def __init__(self) -> None:
-        self._locks: dict[int, threading.Lock] = {}
-        self._by_url: dict[object, dict[_FloorKey, int]] = {}
-        self._by_owner: weakref.WeakKeyDictionary[object, dict[_FloorKey, int]]
-        self._by_owner = weakref.WeakKeyDictionary()
-        #: name -> what block_holders tells when that sequence is created or dropped
-        self._watchers: dict[str, _ForgetFloors] = {}
-
-    def _slot(self, database: tuple[object, bool]) -> dict[_FloorKey, int]:
-        key, weak = database  # database_key(engine), worked out before the lock
-        return (self._by_owner if weak else self._by_url).setdefault(key, {})
-
-    @staticmethod
-    def key(conn: sa.Connection, sequence: sa.Sequence) -> _FloorKey:
-        """Sequence ``sequence`` where ``conn`` reaches it (its schema_translate_map applied)."""
-        return (conn.schema_for_object(sequence), sequence.name)
-
-    def highest(self, conn: sa.Connection, key: _FloorKey) -> int | None:
-        database = database_key(conn.engine)
-        with _fork.process_lock(self._locks):
-            return self._slot(database).get(key)
-
-    def record(self, conn: sa.Connection, key: _FloorKey, sequence: sa.Sequence, last: int) -> None:
-        name = key[1]
-        if name not in self._watchers:  # one watcher per name, kept while the process runs
-            watcher = _ForgetFloors(self, name)
-            if self._watchers.setdefault(name, watcher) is watcher:
-                block_holders.add(watcher, native_key(sequence))
-        database = database_key(conn.engine)
-        with _fork.process_lock(self._locks):
-            slot = self._slot(database)
-            if slot.get(key, -1) < last:
-                slot[key] = last
-
-    def forget(self, name: str) -> None:
-        """Forget every floor of sequences named ``name``: one was created or dropped anew."""
-        with _fork.process_lock(self._locks):
-            for slot in (*self._by_url.values(), *self._by_owner.values()):
-                for key in [k for k in slot if k[1] == name]:
-                    del slot[key]
+#: The last key of the highest block this process received, per native
+#: sequence: ``sequences.table.Floors`` (per database as ``database_key`` tells
+#: them apart), keyed ``(schema as the connection translates it, name)``. So
+#: ``engine.dispose()`` and a second engine on the same database keep it, and a
+#: forked child keeps its parent's (a lower bound: safe). A sequence of that name
+#: created or dropped through this library (any instance, an Alembic operation)
+#: forgets it, on every database: ``block_holders`` tells a ``_ForgetFloors``.
+_floors = Floors()
+#: name -> the watcher ``block_holders`` holds for it, kept while the process runs
+_watchers: dict[str, _ForgetFloors] = {}
 
 
 class _ForgetFloors:
     """Told by ``block_holders`` that sequence ``name`` was created or dropped anew."""
 
-    __slots__ = ("__weakref__", "floors", "name")
+    __slots__ = ("__weakref__", "name")
 
-    def __init__(self, floors: _Floors, name: str) -> None:
-        self.floors = floors
+    def __init__(self, name: str) -> None:
         self.name = name
 
     def forget_blocks(self) -> None:
-        self.floors.forget(self.name)
+        _floors.forget_named(self.name)
 
 
-_floors = _Floors()
+def _floor_key(conn: sa.Connection, sequence: sa.Sequence) -> tuple[str | None, str]:
+    """Sequence ``sequence`` where ``conn`` reaches it (its schema_translate_map applied),
+    watched so that its creation or drop anew forgets its floor."""
+    name = sequence.name
+    if name not in _watchers:
+        watcher = _ForgetFloors(name)
+        if _watchers.setdefault(name, watcher) is watcher:
+            block_holders.add(watcher, native_key(sequence))
+    return (conn.schema_for_object(sequence), name)
 
 
 # -- the blocks one process holds --------------------------------------------------
@@ -360,8 +317,8 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
         # Read before nextval: any block recorded by now (by any engine of this
         # process on this database) came from a nextval that returned before
         # this one was sent, so this one must be higher.
-        key = _floors.key(conn, self.sequence)
-        floor = _floors.highest(conn, key)
+        key = _floor_key(conn, self.sequence)
+        floor = _floors.highest(conn.engine, key)
         if not state.checked:
             self._check_identifiers(conn.dialect)
             self._check_catalog(conn)
@@ -381,7 +338,7 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
                 f"sequence {self.name!r} returned {first}; its block of {size} would pass the "
                 f"BIGINT maximum {MAX_VALUE}. Nothing was handed out. Use a new sequence"
             )
-        _floors.record(conn, key, self.sequence, first + size - 1)
+        _floors.record(conn.engine, key, first + size - 1)
         return range_block(first, first + size)
 
     def _take_many(self, conn: sa.Connection, state: _Blocks, n: int) -> list[int]:

@@ -127,7 +127,7 @@ class RowAllocations:
 
         # Read before allocating: any allocation recorded by then committed
         # before this one began, so this one must come back above it.
-        floor = received.highest(engine, self.table, self.name)
+        floor = received.highest(engine, (tenant_of(engine), self.table, self.name))
         first = retrying(
             attempt,
             what=self._what(n),
@@ -143,7 +143,9 @@ class RowAllocations:
                 f"`seqkeys resync --sequence {self.name} --table TABLE --column COLUMN`, "
                 "or op.resync_table_sequence(...) in a migration"
             )
-        received.record(engine, self.table, self.name, first + n - 1)
+        # the tenant read again: SQLAlchemy adds "_none" to a schema_translate_map in
+        # place at its first statement, and forget_row reads the map as it is then
+        received.record(engine, (tenant_of(engine), self.table, self.name), first + n - 1)
         return first
 
 

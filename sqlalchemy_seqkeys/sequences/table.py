@@ -386,10 +386,13 @@ class _Registry:
         self._lock_ = threading.Lock()
 
 
-class _Received(_Registry):
-    """The highest value this process received per (database, tenant, table, sequence).
+class Floors(_Registry):
+    """The highest value this process received, per database and per key within it.
 
-    The database is :func:`database_key`'s: by URL where the URL picks it.
+    The database is :func:`database_key`'s: by URL where the URL picks it,
+    else by the engine's creator (held weakly). A key names a sequence within
+    its database: a table sequence's ``(tenant, table, name)``, a native
+    sequence's ``(schema as translated, name)``; its last item is the name.
 
     Only values from committed allocations of their own are recorded: a value
     taken in the caller's transaction returns to the sequence on rollback.
@@ -397,36 +400,48 @@ class _Received(_Registry):
 
     def __init__(self) -> None:
         super().__init__()
-        self._by_url: dict[object, dict[tuple[object, str, str], int]] = {}
+        self._by_url: dict[object, dict[tuple[Any, ...], int]] = {}
         #: by creator, or by pool (database_key)
-        self._by_owner: weakref.WeakKeyDictionary[object, dict[tuple[object, str, str], int]]
+        self._by_owner: weakref.WeakKeyDictionary[object, dict[tuple[Any, ...], int]]
         self._by_owner = weakref.WeakKeyDictionary()
 
-    def _slot(self, engine: sa.Engine) -> dict[tuple[object, str, str], int]:
-        key, weak = database_key(engine)
+    def _slot(self, database: tuple[object, bool]) -> dict[tuple[Any, ...], int]:
+        key, weak = database  # database_key(engine), worked out before the lock
         return (self._by_owner if weak else self._by_url).setdefault(key, {})
 
-    def highest(self, engine: sa.Engine, table: str, name: str) -> int | None:
+    def highest(self, engine: sa.Engine, key: tuple[Any, ...]) -> int | None:
+        """The last value received from sequence ``key`` of ``engine``'s database, or None."""
+        database = database_key(engine)
         with self._lock:
-            return self._slot(engine).get((tenant_of(engine), table, name))
+            return self._slot(database).get(key)
 
-    def record(self, engine: sa.Engine, table: str, name: str, last: int) -> None:
-        key = (tenant_of(engine), table, name)
+    def record(self, engine: sa.Engine, key: tuple[Any, ...], last: int) -> None:
+        """Values up to ``last`` were received from sequence ``key``."""
+        database = database_key(engine)
         with self._lock:
-            slot = self._slot(engine)
+            slot = self._slot(database)
             if slot.get(key, -1) < last:
                 slot[key] = last
 
-    def forget(self, bind: sa.Engine | sa.Connection, table: str, name: str) -> None:
-        engine = bind if isinstance(bind, sa.Engine) else bind.engine
+    def forget(self, engine: sa.Engine, key: tuple[Any, ...]) -> None:
+        """Forget sequence ``key`` of ``engine``'s database: it was created anew."""
+        database = database_key(engine)
         with self._lock:
-            self._slot(engine).pop((tenant_of(bind), table, name), None)
+            self._slot(database).pop(key, None)
+
+    def forget_named(self, name: str) -> None:
+        """Forget every sequence named ``name``, on every database."""
+        with self._lock:
+            for slot in (*self._by_url.values(), *self._by_owner.values()):
+                for key in [k for k in slot if k[-1] == name]:
+                    del slot[key]
 
 
-#: Used by the modes that allocate in transactions of their own. Creating a
-#: sequence through this library forgets what was received from the name
-#: before: a sequence created anew hands out its values afresh.
-received = _Received()
+#: Used by the modes that allocate in transactions of their own, keyed
+#: ``(tenant, table, name)``. Creating a sequence through this library forgets
+#: what was received from the name before: a sequence created anew hands out
+#: its values afresh.
+received = Floors()
 
 
 class _BlockHolders(_Registry):
@@ -466,7 +481,8 @@ def row_key(table: str, name: str) -> tuple[object, ...]:
 def forget_row(bind: sa.Engine | sa.Connection, table: str, name: str) -> None:
     """Row ``name`` of ``table`` was created or dropped: this process forgets what it held of it
     (its blocks, and the highest value received: a row created anew starts afresh)."""
-    received.forget(bind, table, name)
+    engine = bind if isinstance(bind, sa.Engine) else bind.engine
+    received.forget(engine, (tenant_of(bind), table, name))
     block_holders.forget(row_key(table, name))
 
 
