@@ -127,7 +127,8 @@ class RowAllocations:
 
         # Read before allocating: any allocation recorded by then committed
         # before this one began, so this one must come back above it.
-        floor = received.highest(engine, (tenant_of(engine), self.table, self.name))
+        key = (tenant_of(engine), self.table, self.name)
+        floor = received.highest(engine, key)
         first = retrying(
             attempt,
             what=self._what(n),
@@ -143,9 +144,7 @@ class RowAllocations:
                 f"`seqkeys resync --sequence {self.name} --table TABLE --column COLUMN`, "
                 "or op.resync_table_sequence(...) in a migration"
             )
-        # the tenant read again: SQLAlchemy adds "_none" to a schema_translate_map in
-        # place at its first statement, and forget_row reads the map as it is then
-        received.record(engine, (tenant_of(engine), self.table, self.name), first + n - 1)
+        received.record(engine, key, first + n - 1)
         return first
 
 

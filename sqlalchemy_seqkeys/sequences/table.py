@@ -268,9 +268,18 @@ def _cas_statement(table: str) -> sa.Update:
 
 
 def tenant_of(bind: sa.Engine | sa.Connection) -> object:
-    """The tenant ``bind`` serves: its schema_translate_map as a hashable key (None: none)."""
+    """The tenant ``bind`` serves: its schema_translate_map as a hashable key (None: none).
+
+    SQLAlchemy adds ``"_none"`` (a copy of the ``None`` entry) to the map in place
+    at its first statement: left out, so the map is one tenant before and after.
+    """
     translate = bind.get_execution_options().get("schema_translate_map")
-    return tuple(sorted(translate.items(), key=repr)) if translate else None
+    if not translate:
+        return None
+    items = translate.items()
+    if None in translate and "_none" in translate:
+        items = [(k, v) for k, v in items if k != "_none"]
+    return tuple(sorted(items, key=repr))
 
 
 def statement_map(context: Any) -> Any:

@@ -150,3 +150,23 @@ def test_engines_on_one_url_share_the_floor_across_dispose(
         sequence.next_value(timeout)
     with pytest.raises(SequenceMovedBackwardsError):  # the copy under execution_options
         sequence.next_value(first.execution_options(logging_token="copy"))
+
+
+def test_a_tenant_map_given_afresh_per_request_keeps_its_floor(pg_engine: Engine) -> None:
+    """A new ``{None: schema}`` dict per request (as a web app builds it) is one tenant.
+
+    SQLAlchemy adds ``"_none"`` to such a dict at its first statement: the floor
+    was read under the key before and recorded under the key after, so a row
+    moved backwards was never noticed for a map made afresh.
+    """
+    schema = "seqkeys_floor_fresh_map"
+    with tenant_schemas(pg_engine, schema):
+
+        def tenant() -> Engine:
+            return pg_engine.execution_options(schema_translate_map={None: schema})
+
+        sequence = _prepare(tenant())
+        assert sequence.next_values(tenant(), 150)[-1] == 150
+        _move_back(tenant())
+        with pytest.raises(SequenceMovedBackwardsError):
+            sequence.next_value(tenant())
