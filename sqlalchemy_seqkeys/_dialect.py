@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import sys
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ from sqlalchemy_seqkeys.dialects import (
 from sqlalchemy_seqkeys.errors import SeqKeysError, SequenceExistsError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from sqlalchemy.engine.interfaces import Dialect
 
@@ -41,9 +42,9 @@ __all__ = [
     "DialectFacts",
     "check_identifier",
     "check_sequence_start",
-    "create_native_sequence",
+    "create_refusals",
     "dialect_key",
-    "drop_native_sequence",
+    "drop_refusals",
     "facts",
     "family",
     "file_name_too_long",
@@ -345,10 +346,11 @@ def _is(exc: sa.exc.DBAPIError, codes: frozenset[object], texts: tuple[str, ...]
     return bool(_server_codes(exc) & codes) or any(t in str(exc.orig) for t in texts)
 
 
-def create_native_sequence(
-    conn: sa.Connection, sequence: sa.Sequence, *, checkfirst: bool, error: type[SeqKeysError]
-) -> None:
-    """``sequence.create(conn)``; the server's refusals raise a SeqKeysError, the cause kept.
+@contextmanager
+def create_refusals(
+    sequence: sa.Sequence, dialect: Dialect, error: type[SeqKeysError]
+) -> Iterator[None]:
+    """The server's refusals of ``CREATE SEQUENCE`` inside raise a SeqKeysError, the cause kept.
 
     A name MariaDB refuses for its file name raises ``error``; a name another
     object of the database holds (a table, a view, an index: asked for a
@@ -356,11 +358,11 @@ def create_native_sequence(
     :class:`~sqlalchemy_seqkeys.SequenceExistsError`.
     """
     try:
-        sequence.create(conn, checkfirst=checkfirst)
+        yield
     except sa.exc.DBAPIError as exc:
         if file_name_too_long(exc):
             raise error(
-                f"sequence name {sequence.name!r} cannot be used on {conn.dialect.name}: "
+                f"sequence name {sequence.name!r} cannot be used on {dialect.name}: "
                 f"{FILE_NAME_TOO_LONG}. Nothing was created; choose a shorter name"
             ) from exc
         if _is(exc, _NAME_TAKEN_CODES, _NAME_TAKEN_TEXTS):
@@ -374,16 +376,15 @@ def create_native_sequence(
         raise
 
 
-def drop_native_sequence(
-    conn: sa.Connection, sequence: sa.Sequence, *, error: type[SeqKeysError]
-) -> None:
-    """``sequence.drop(conn)``; a sequence other objects depend on raises ``error``.
+@contextmanager
+def drop_refusals(sequence: sa.Sequence, error: type[SeqKeysError]) -> Iterator[None]:
+    """A ``DROP SEQUENCE`` inside refused as other objects depend on it raises ``error``.
 
     PostgreSQL (and SQL Server) keep a sequence that a column's ``DEFAULT
     nextval(...)`` or a view uses; MariaDB drops it all the same.
     """
     try:
-        sequence.drop(conn, checkfirst=False)
+        yield
     except sa.exc.DBAPIError as exc:
         if not _is(exc, _DEPENDED_ON_CODES, _DEPENDED_ON_TEXTS):
             raise

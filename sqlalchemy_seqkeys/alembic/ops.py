@@ -21,7 +21,14 @@ import sqlalchemy as sa
 from alembic.operations import MigrateOperation, Operations
 from sqlalchemy.schema import CreateSequence, DropSequence
 
-from sqlalchemy_seqkeys._dialect import check_identifier, facts, has_sequences
+from sqlalchemy_seqkeys._dialect import (
+    check_identifier,
+    check_sequence_start,
+    create_refusals,
+    drop_refusals,
+    facts,
+    has_sequences,
+)
 from sqlalchemy_seqkeys._dialect import native_sequences as native_sequences
 from sqlalchemy_seqkeys._validate import check_name
 from sqlalchemy_seqkeys.bitreverse import BitReversedSequence, SkipRange
@@ -508,10 +515,13 @@ def create_sequence(operations: Operations, operation: SequenceOp) -> None:
         return
     sequence: sa.Sequence = operation.sequence.sequence
     _check_names(operations, sequence)
+    dialect = operations.get_context().dialect
+    check_sequence_start(dialect, sequence, MigrationError)
     conn = migration_connection(operations)
     if conn is not None and sa.inspect(conn).has_sequence(sequence.name, sequence.schema):
         raise MigrationError(f"a sequence {operation.name!r} already exists; nothing was created")
-    operations.execute(CreateSequence(sequence))
+    with create_refusals(sequence, dialect, MigrationError):
+        operations.execute(CreateSequence(sequence))
     block_holders.forget(native_key(sequence))  # blocks this process holds of a former one
 
 
@@ -527,7 +537,8 @@ def drop_sequence(operations: Operations, operation: SequenceOp) -> None:
         raise MigrationError(
             f"there is no sequence {operation.name!r}, so there is nothing to drop"
         )
-    operations.execute(DropSequence(sequence))
+    with drop_refusals(sequence, MigrationError):
+        operations.execute(DropSequence(sequence))
     block_holders.forget(native_key(sequence))
 
 

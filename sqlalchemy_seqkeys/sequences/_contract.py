@@ -24,8 +24,8 @@ from sqlalchemy.schema import CreateSequence, DropSequence
 from sqlalchemy_seqkeys._dialect import (
     check_identifier,
     check_sequence_start,
-    create_native_sequence,
-    drop_native_sequence,
+    create_refusals,
+    drop_refusals,
 )
 from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_name
 from sqlalchemy_seqkeys.errors import SeqKeysError, SequenceExistsError, SequenceNotFoundError
@@ -185,7 +185,8 @@ def create_native(
             f"sequence {sequence.name!r} already exists; it was left as it is. Pass "
             "checkfirst=True to make this a no-op"
         )
-    create_native_sequence(conn, sequence, checkfirst=False, error=error)
+    with create_refusals(sequence, conn.dialect, error):
+        sequence.create(conn, checkfirst=False)
     block_holders.forget(native_key(sequence))  # every instance of it in this process
     return True
 
@@ -204,7 +205,8 @@ def drop_native(
             f"there is no sequence {sequence.name!r} to drop. Pass checkfirst=True to make "
             "this a no-op"
         )
-    drop_native_sequence(conn, sequence, error=error)
+    with drop_refusals(sequence, error):
+        sequence.drop(conn, checkfirst=False)
     block_holders.forget(native_key(sequence))
     return True
 

@@ -1,4 +1,5 @@
-"""create() and drop() of a native sequence raise SeqKeysErrors, never the driver's.
+"""create() and drop() of a native sequence, and the Alembic ops that create and drop one,
+raise SeqKeysErrors, never the driver's.
 
 A name another object holds (a table, a view), a sequence a column default still uses,
 and a start MariaDB's sequences cannot hold: each is refused naming what is wrong and
@@ -18,11 +19,13 @@ from sqlalchemy_seqkeys import (
     BitReversedSequence,
     InvalidBitReversalError,
     InvalidSequenceError,
+    MigrationError,
     PooledSequence,
     SequenceExistsError,
     reverse_bits,
 )
 from tests.backend._pooled import execute
+from tests.backend.test_alembic_hostile import operations
 
 pytestmark = pytest.mark.backend
 
@@ -113,3 +116,59 @@ def test_a_start_past_mariadbs_sequences_is_refused_before_any_statement(
         assert last.next_value(server_engine) == reverse_bits(MARIADB_MAX)
     finally:
         last.drop(server_engine)
+
+
+#: op.create_..._sequence(name) and op.drop_..._sequence(name) of each class
+_OPS = {
+    PooledSequence: ("create_pooled_sequence", "drop_pooled_sequence"),
+    BitReversedSequence: ("create_bit_reversed_sequence", "drop_bit_reversed_sequence"),
+}
+
+
+@pytest.mark.parametrize("cls", list(_OPS))
+def test_the_create_op_refuses_a_name_a_table_holds(server_engine: Engine, cls: type[Any]) -> None:
+    execute(server_engine, f"CREATE TABLE {CLASH} (id INT)")
+    with (
+        operations(server_engine) as op,
+        pytest.raises(SequenceExistsError, match="not a sequence"),
+    ):
+        getattr(op, _OPS[cls][0])(CLASH)
+    with server_engine.connect() as conn:  # the table is as it was
+        assert conn.execute(sa.text(f"SELECT COUNT(*) FROM {CLASH}")).scalar() == 0
+
+
+@pytest.mark.parametrize("cls", list(_OPS))
+def test_the_drop_op_refuses_a_sequence_a_column_default_uses(
+    pg_engine: Engine, cls: type[Any]
+) -> None:
+    execute(pg_engine, f"DROP TABLE IF EXISTS {USER}")
+    execute(pg_engine, f"DROP SEQUENCE IF EXISTS {USED}")
+    create, drop = _OPS[cls]
+    try:
+        with operations(pg_engine) as op:
+            getattr(op, create)(USED)
+            execute(pg_engine, f"CREATE TABLE {USER} (id BIGINT DEFAULT nextval('{USED}'))")
+            with pytest.raises(MigrationError, match="depend") as info:
+                getattr(op, drop)(USED)
+        assert USER in str(info.value)
+        assert isinstance(info.value.__cause__, sa.exc.DBAPIError)
+        with pg_engine.connect() as conn:
+            assert sa.inspect(conn).has_sequence(USED)  # nothing was dropped
+    finally:
+        execute(pg_engine, f"DROP TABLE IF EXISTS {USER}")
+        execute(pg_engine, f"DROP SEQUENCE IF EXISTS {USED}")
+
+
+def test_the_create_op_refuses_a_start_past_mariadbs_sequences(mysql_engine: Engine) -> None:
+    sent: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        sent.append(statement)
+
+    sa.event.listen(mysql_engine, "before_cursor_execute", record)
+    try:
+        with operations(mysql_engine) as op, pytest.raises(MigrationError, match=str(MARIADB_MAX)):
+            op.create_bit_reversed_sequence("seqkeys_br_max", start_with_counter=2**63 - 1)
+    finally:
+        sa.event.remove(mysql_engine, "before_cursor_execute", record)
+    assert not any("CREATE SEQUENCE" in statement.upper() for statement in sent)
