@@ -286,10 +286,18 @@ def _alembic(args: argparse.Namespace) -> int:
         made.undo()
         _error(f"alembic-init: {exc}; nothing was created")
         return 1
-    print(
-        f"edit {args.ini}: sqlalchemy.url and seqkeys_target_metadata (module:attribute of "
-        "your models' MetaData); then alembic revision --autogenerate -m init"
-    )
+    then = "then alembic revision --autogenerate -m init"
+    if made.had_ini:  # Alembic leaves an existing ini as it is
+        print(
+            f"{args.ini} existed and was left as it is: set in its [alembic] section "
+            f"script_location = {args.directory}, sqlalchemy.url, and seqkeys_target_metadata "
+            f"= module:attribute of your models' MetaData (the template's env.py reads it); {then}"
+        )
+    else:
+        print(
+            f"edit {args.ini}: sqlalchemy.url and seqkeys_target_metadata (module:attribute "
+            f"of your models' MetaData); {then}"
+        )
     return 0
 
 

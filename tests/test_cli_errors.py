@@ -128,3 +128,20 @@ def test_alembic_init_into_a_file_creates_nothing(
     assert "Traceback" not in err
     assert taken.read_text() == "not a directory"
     assert not ini.exists()
+
+
+def test_alembic_init_with_an_existing_ini_says_it_was_left_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Alembic keeps an existing ini: the command said "edit it" as if from the template."""
+    pytest.importorskip("alembic")
+    migrations = tmp_path / "migrations"
+    ini = tmp_path / "alembic.ini"
+    ini.write_text("[alembic]\nscript_location = old_migrations\n")
+    assert main(["alembic-init", str(migrations), "--ini", str(ini)]) == 0
+    out = capsys.readouterr().out
+    assert ini.read_text() == "[alembic]\nscript_location = old_migrations\n"
+    assert "left as it is" in out, out
+    assert f"script_location = {migrations}" in out, out
+    assert "seqkeys_target_metadata" in out, out
+    assert (migrations / "env.py").is_file()
