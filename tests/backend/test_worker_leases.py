@@ -449,7 +449,9 @@ def test_a_forked_child_whose_claim_is_refused_raises_then_claims_again(
         ids.lease.close()
         return "\n".join([*out, f"minted {ids.decode(value).worker_id}"])
 
-    first, second, third = in_forked_child(child).split("\n")
+    said = in_forked_child(child)
+    assert said.count("\n") == 2, said  # an exception in the child comes back as one line
+    first, second, third = said.split("\n")
     name, cause, _, message = first.split("|", 3)
     assert (name, cause) == ("WorkerLeaseDatabaseError", "OperationalError"), first
     assert "not currently accepting connections" in message
