@@ -318,6 +318,7 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
         # process on this database) came from a nextval that returned before
         # this one was sent, so this one must be higher.
         key = _floor_key(conn, self.sequence)
+        since = _floors.epoch
         floor = _floors.highest(conn.engine, key)
         if not state.checked:
             self._check_identifiers(conn.dialect)
@@ -325,7 +326,7 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
             state.checked = True
         first = self._nextval(conn)
         size = self.allocation_size
-        if floor is not None and first <= floor:
+        if floor is not None and first <= floor and _floors.still(since):
             raise SequenceMovedBackwardsError(
                 f"sequence {self.name!r} returned {first}, but this process already received "
                 f"keys up to {floor} from it: it moved backwards (RESTART, setval, a restore). "
@@ -338,7 +339,7 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
                 f"sequence {self.name!r} returned {first}; its block of {size} would pass the "
                 f"BIGINT maximum {MAX_VALUE}. Nothing was handed out. Use a new sequence"
             )
-        _floors.record(conn.engine, key, first + size - 1)
+        _floors.record(conn.engine, key, first + size - 1, since)
         return range_block(first, first + size)
 
     def _take_many(self, conn: sa.Connection, state: _Blocks, n: int) -> list[int]:

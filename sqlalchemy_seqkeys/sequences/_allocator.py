@@ -505,6 +505,8 @@ class BlockStore(Generic[S]):
     def __init__(self, new: Callable[[sa.Engine | sa.Connection, Any], S]) -> None:
         self._new = new
         self._last: tuple[Callable[[], object], object, S]
+        #: how many times the states were forgotten
+        self._generation = 0
         self._lock: threading.Lock
         # owner -> tenant (schema_translate_map, or None) -> state
         self._states: weakref.WeakKeyDictionary[Any, dict[object, S]]
@@ -522,11 +524,16 @@ class BlockStore(Generic[S]):
         last_owner, last_options, last_state = self._last
         if last_owner() is owner and last_options is options:
             return last_state
-        state = self._state(bind, owner)
+        generation = self._generation
+        state = self._state(bind, owner, generation)
         self._last = (weakref.ref(owner), options, state)
+        if self._generation != generation:
+            # forgotten meanwhile (a sequence created anew): ``state`` may be a
+            # former one, which this call may still use but none after it
+            self._last = _NO_LAST
         return state
 
-    def _state(self, bind: sa.Engine | sa.Connection, owner: object) -> S:
+    def _state(self, bind: sa.Engine | sa.Connection, owner: object, generation: int) -> S:
         tenant = tenant_of(bind)
         tenants = self._states.get(owner)
         state = None if tenants is None else tenants.get(tenant)
@@ -535,12 +542,15 @@ class BlockStore(Generic[S]):
                 state = self._states.get(owner, {}).get(tenant)
                 if state is None:
                     state = self._new(bind, owner)
-                    if state is not None:
+                    if state is not None and self._generation == generation:
                         self._states.setdefault(owner, {})[tenant] = state
         return state
 
     def forget(self) -> None:
         """Drop every state: a sequence created anew, or a forked child."""
+        # counted first: a concurrent of() that cached a state read before this
+        # sees the count changed and drops it again
+        self._generation += 1
         self._last = _NO_LAST
         # a new lock: the old one may be held by a thread this process does not have
         self._lock = threading.Lock()

@@ -128,13 +128,14 @@ class RowAllocations:
         # Read before allocating: any allocation recorded by then committed
         # before this one began, so this one must come back above it.
         key = (tenant_of(engine), self.table, self.name)
+        since = received.epoch
         floor = received.highest(engine, key)
         first = retrying(
             attempt,
             what=self._what(n),
             sleep=pause,
         )
-        if floor is not None and first <= floor:
+        if floor is not None and first <= floor and received.still(since):
             raise SequenceMovedBackwardsError(
                 f"sequence {self.name!r} (table {self.table!r}) gave values {first} to "
                 f"{first + n - 1}, but this process already received values up to {floor} from "
@@ -144,7 +145,7 @@ class RowAllocations:
                 f"`seqkeys resync --sequence {self.name} --table TABLE --column COLUMN`, "
                 "or op.resync_table_sequence(...) in a migration"
             )
-        received.record(engine, key, first + n - 1)
+        received.record(engine, key, first + n - 1, since)
         return first
 
 

@@ -405,10 +405,16 @@ class Floors(_Registry):
 
     Only values from committed allocations of their own are recorded: a value
     taken in the caller's transaction returns to the sequence on rollback.
+    :attr:`epoch` counts the forgets: an allocation reads it before
+    :meth:`highest` and gives it to :meth:`record` and :meth:`still`, so a
+    sequence created anew meanwhile is neither refused for its former self's
+    values nor given them as its floor.
     """
 
     def __init__(self) -> None:
         super().__init__()
+        #: how many times something was forgotten
+        self.epoch = 0
         self._by_url: dict[object, dict[tuple[Any, ...], int]] = {}
         #: by creator, or by pool (database_key)
         self._by_owner: weakref.WeakKeyDictionary[object, dict[tuple[Any, ...], int]]
@@ -424,23 +430,31 @@ class Floors(_Registry):
         with self._lock:
             return self._slot(database).get(key)
 
-    def record(self, engine: sa.Engine, key: tuple[Any, ...], last: int) -> None:
-        """Values up to ``last`` were received from sequence ``key``."""
+    def still(self, since: int) -> bool:
+        """Whether nothing was forgotten since :attr:`epoch` was ``since``."""
+        return self.epoch == since
+
+    def record(self, engine: sa.Engine, key: tuple[Any, ...], last: int, since: int) -> None:
+        """Values up to ``last`` were received from sequence ``key``, allocated since
+        :attr:`epoch` was ``since``: not recorded if a sequence was forgotten meanwhile
+        (they may be its former self's)."""
         database = database_key(engine)
         with self._lock:
             slot = self._slot(database)
-            if slot.get(key, -1) < last:
+            if self.epoch == since and slot.get(key, -1) < last:
                 slot[key] = last
 
     def forget(self, engine: sa.Engine, key: tuple[Any, ...]) -> None:
         """Forget sequence ``key`` of ``engine``'s database: it was created anew."""
         database = database_key(engine)
         with self._lock:
+            self.epoch += 1
             self._slot(database).pop(key, None)
 
     def forget_named(self, name: str) -> None:
         """Forget every sequence named ``name``, on every database."""
         with self._lock:
+            self.epoch += 1
             for slot in (*self._by_url.values(), *self._by_owner.values()):
                 for key in [k for k in slot if k[-1] == name]:
                     del slot[key]

@@ -8,6 +8,7 @@ Kept by URL only, two engines with the same URL reaching different databases (a
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -170,3 +171,33 @@ def test_a_tenant_map_given_afresh_per_request_keeps_its_floor(pg_engine: Engine
         _move_back(tenant())
         with pytest.raises(SequenceMovedBackwardsError):
             sequence.next_value(tenant())
+
+
+def test_a_sequence_created_anew_during_an_allocation_starts_afresh(
+    pg_engine: Engine, stack: ExitStack
+) -> None:
+    """An allocation from the former row, recorded after the row was created anew, made
+    the new row's first values look like a row moved backwards: refused, block by block."""
+    engine = _engine(stack, pg_engine.url)
+    sequence = _prepare(engine)
+    assert sequence.next_values(engine, 150)[-1] == 150
+    allocated, go_on = threading.Event(), threading.Event()
+
+    def pause_after_the_update(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if threading.current_thread().name == "old-row" and "UPDATE" in statement:
+            allocated.set()  # 151..200 taken from the former row, committed (autocommit)
+            go_on.wait(10)
+
+    sa.event.listen(engine, "after_cursor_execute", pause_after_the_update)
+    got: list[int] = []
+    thread = threading.Thread(
+        target=lambda: got.extend(sequence.next_values(engine, 50)), name="old-row"
+    )
+    thread.start()
+    assert allocated.wait(10)
+    sequence.drop(engine)
+    sequence.create(engine)  # anew, at 1: this process forgets what it received
+    go_on.set()
+    thread.join()
+    assert got == list(range(151, 201))
+    assert sequence.next_value(engine) == 1  # was SequenceMovedBackwardsError (up to 200)

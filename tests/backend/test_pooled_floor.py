@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -116,6 +117,38 @@ def test_a_sequence_created_anew_through_the_library_starts_afresh(native_engine
         assert other.next_values(native_engine, 3) == [1, 2, 3]
     finally:
         second.dispose()
+
+
+def test_a_sequence_created_anew_during_a_fetch_starts_afresh(native_engine: Engine) -> None:
+    """A block of the former sequence, recorded after it was created anew, made the new
+    sequence's first blocks look like a sequence moved backwards: refused."""
+    engine = sa.create_engine(native_engine.url)
+    sequence = PooledSequence(NAME, batch_size=SIZE, table=TABLE)
+    sequence.create(engine)
+    assert sequence.next_values(engine, 25)[-1] == 25  # blocks 1, 11, 21 received
+    fetched, go_on = threading.Event(), threading.Event()
+
+    def pause_after_nextval(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if threading.current_thread().name == "former" and "nextval" in statement.lower():
+            fetched.set()  # block 31..40 of the former sequence
+            go_on.wait(10)
+
+    sa.event.listen(engine, "after_cursor_execute", pause_after_nextval)
+    got: list[int] = []
+    other = PooledSequence(NAME, batch_size=SIZE, table=TABLE)  # holds no block yet
+    thread = threading.Thread(target=lambda: got.append(other.next_value(engine)), name="former")
+    try:
+        thread.start()
+        assert fetched.wait(10)
+        sequence.drop(engine)
+        sequence.create(engine)  # anew, at 1: this process forgets what it received
+        go_on.set()
+        thread.join()
+        assert got == [31]
+        assert sequence.next_values(engine, 3) == [1, 2, 3]  # was SequenceMovedBackwardsError
+    finally:
+        go_on.set()
+        engine.dispose()
 
 
 def test_a_create_that_created_nothing_keeps_the_floor(native_engine: Engine) -> None:
