@@ -773,11 +773,22 @@ class WorkerLease(_HeldWorkerId):
     def _begin_start(self) -> None:
         if self._started or self._closed.is_set():
             what = "closed" if self._closed.is_set() else "started already"
+            if self._started and not self._in_owner_process():
+                what += (
+                    " in the process this one was forked from (its copy here holds nothing); "
+                    "construct a new one in this process"
+                )
             raise InvalidLeaseError(
                 f"this {self._kind} was {what}; a lease is claimed once (create another "
                 "one for another worker id)"
             )
         self._started = True
+        # The process that starts the lease holds it, whichever process built it
+        # (gunicorn --preload: built at import, started in each worker after the
+        # fork), and under an owner of its own: a parent and a child starting
+        # copies of one lease built before the fork never renew each other's row.
+        self._token = _fork.process_token()
+        self.owner = self._row.owner = uuid.uuid4().hex
 
     def _claim(self) -> None:
         try:
@@ -1103,7 +1114,7 @@ class AsyncWorkerLease:
         sync._extend = self._extend
         self.ttl, self.max_worker_id, self.max_wait = sync.ttl, sync.max_worker_id, sync.max_wait
         self.max_skew, self.clock, self.create_table = sync.max_skew, sync.clock, sync.create_table
-        self.table, self.owner = sync.table, sync.owner
+        self.table = sync.table
         self._db: AsyncEngine | None = None  # the twin pool's engine, while started
         self._own_db = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -1273,6 +1284,10 @@ class AsyncWorkerLease:
     )
     valid = _FromSyncLease[bool](
         "True while the lease is certainly ours: renewed in time and not closed."
+    )
+    owner = _FromSyncLease[str](
+        "The lease row's owner: drawn anew when the lease is started, in the process that "
+        "starts it."
     )
     floor_ms = _FromSyncLease[int]("The previous holder's high-water mark (Unix ms).")
     mark_ms = _FromSyncLease[int]("This holder's high-water mark (Unix ms).")

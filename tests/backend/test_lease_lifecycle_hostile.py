@@ -1,0 +1,192 @@
+"""A lease's lifecycle under hostile timing: built before a fork and started in the child,
+first starts racing to create the table, a close while the start is claiming, a ttl too
+short to renew.
+
+Each test states what was wrong before it: a lease started in a forked child claimed a row
+it then called its parent's (never valid, never released, renewed for the life of the
+process); concurrent first starts failed on "already exists"; a close during the claim
+returned "never claimed" while the start went on to hold and renew the row; ttl=0.0003
+wrote a row already expired and renewed it in a busy loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from sqlalchemy_seqkeys import (
+    Snowflake,
+    WorkerLease,
+    workers_table,
+)
+from sqlalchemy_seqkeys.workers import AsyncWorkerLease
+from tests._helpers import fresh_table, in_forked_child
+from tests.conftest import AsyncDatabase, _async_database, _Engines
+
+pytestmark = pytest.mark.backend
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX-only")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def lease_engine(request: pytest.FixtureRequest, engines: _Engines) -> Iterator[Engine]:
+    with fresh_table(engines.get(request.param), workers_table) as fresh:
+        yield fresh
+
+
+@pytest.fixture(params=["sqlite+aiosqlite", "postgresql+asyncpg"])
+def async_db(request: pytest.FixtureRequest, engines: _Engines) -> Iterator[AsyncDatabase]:
+    database = _async_database(request.param, engines)
+    with fresh_table(database.sync, workers_table):
+        yield database
+
+
+def _rows(engine: Engine) -> dict[int, Any]:
+    t = workers_table(sa.MetaData())
+    with engine.connect() as conn:
+        return {r.worker_id: r for r in conn.execute(sa.select(t))}
+
+
+def _lease_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("seqkeys-lease")]
+
+
+def _wait_for(path: Path, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.01)
+
+
+# -- 1. a lease built before a fork, started in the child -----------------------------------
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
+def test_a_lease_built_before_a_fork_is_the_childs_once_it_starts_there(
+    lease_engine: Engine,
+) -> None:
+    # gunicorn --preload: the application module builds the lease, each worker starts it
+    engine = sa.create_engine(lease_engine.url)
+    lease = WorkerLease(engine, ttl=10)
+    built_owner = lease.owner
+    ids = Snowflake()
+
+    def child() -> str:
+        engine.dispose(close=False)
+        lease.start()
+        try:
+            valid = lease.valid
+            ids.bind(lease)
+            minted = ids.decode(ids()).worker_id
+            lease.check()
+        finally:
+            lease.close()
+        return f"{lease.worker_id} {minted} {valid} {lease.closed} {lease.owner}"
+
+    worker, minted, valid, closed, owner = in_forked_child(child).split()
+    assert (valid, closed) == ("True", "True"), (worker, minted, valid, closed)
+    assert minted == worker
+    assert owner != built_owner  # drawn at the claim, in the process that claimed
+    row = _rows(lease_engine)[int(worker)]
+    assert row.owner == owner
+    assert row.expires_at == 0  # released by the child's close
+    # the parent's copy was never started: it starts here as a lease of its own
+    with lease:
+        assert lease.valid
+        assert lease.owner not in (owner, built_owner)
+    engine.dispose()
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
+def test_parent_and_child_starting_one_pre_fork_lease_hold_two_rows(
+    lease_engine: Engine, tmp_path: Path
+) -> None:
+    engine = sa.create_engine(lease_engine.url)
+    lease = WorkerLease(engine, ttl=10)
+    held, parent_done = tmp_path / "held", tmp_path / "parent-done"
+
+    def child() -> str:
+        engine.dispose(close=False)
+        with lease:
+            held.write_text(f"{lease.worker_id} {lease.owner}")
+            _wait_for(parent_done)
+            assert lease.valid
+            lease.check()
+        return f"{lease.worker_id} {lease.owner} {lease.closed}"
+
+    seen: dict[str, Any] = {}
+
+    def parent() -> None:
+        _wait_for(held)
+        lease.start()
+        seen["worker"], seen["owner"] = lease.worker_id, lease.owner
+        seen["rows"] = _rows(lease_engine)
+        parent_done.write_text("")
+
+    said = in_forked_child(child, parent)
+    try:
+        child_worker, child_owner, child_closed = said.split()
+        assert child_closed == "True", said
+        assert int(child_worker) != seen["worker"]
+        assert child_owner != seen["owner"]  # one owner each: no renewal of the other's row
+        both = seen["rows"]
+        assert both[int(child_worker)].owner == child_owner
+        assert both[seen["worker"]].owner == seen["owner"]
+        assert lease.valid
+        assert _rows(lease_engine)[int(child_worker)].expires_at == 0
+    finally:
+        lease.close()
+        engine.dispose()
+    assert _rows(lease_engine)[seen["worker"]].expires_at == 0
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
+def test_an_async_lease_built_before_a_fork_is_the_childs_once_it_starts_there(
+    async_db: AsyncDatabase,
+) -> None:
+    engine = async_db.engine()  # no connection before the fork
+    lease = AsyncWorkerLease(engine, ttl=10)
+    built_owner = lease.owner
+    ids = Snowflake()
+
+    def child() -> str:
+        async def main() -> str:
+            try:
+                async with lease:
+                    valid = lease.valid
+                    ids.bind(lease)
+                    minted = ids.decode(ids()).worker_id
+                    lease.check()
+                return f"{lease.worker_id} {minted} {valid} {lease.closed} {lease.owner}"
+            finally:
+                await engine.dispose()
+
+        return asyncio.run(main())
+
+    worker, minted, valid, closed, owner = in_forked_child(child).split()
+    assert (valid, closed) == ("True", "True"), (worker, minted, valid, closed)
+    assert minted == worker
+    assert owner != built_owner
+    row = _rows(async_db.sync)[int(worker)]
+    assert (row.owner, row.expires_at) == (owner, 0)
+
+    async def parent() -> None:
+        try:
+            async with lease:
+                assert lease.valid
+        finally:
+            await engine.dispose()
+
+    asyncio.run(parent())
