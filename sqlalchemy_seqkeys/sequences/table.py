@@ -43,6 +43,7 @@ from sqlalchemy_seqkeys.errors import (
 )
 
 from . import _aio
+from ._retry import error_not_retried, lock_timeout_setting
 
 __all__ = [
     "EXACT_NAME_COLLATION",
@@ -675,9 +676,18 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
         allocator = _by_compare_and_swap
     with naming_missing_table(conn, table):
         new_next = allocator(conn, table, params)
+        if new_next is None and _fits(read_next_value(conn, name, table=table), n):
+            # The row was replaced (deleted and inserted anew: a drop and create in
+            # another transaction) while the UPDATE waited for it; the new one is asked.
+            new_next = allocator(conn, table, params)
     if new_next is None:
         raise_missing_or_exhausted(conn, name, n, table)
     return new_next - n
+
+
+def _fits(current: int | None, n: int) -> bool:
+    """Whether a row at ``current`` holds a block of ``n``."""
+    return current is not None and current <= MAX_VALUE - n
 
 
 def raise_missing_or_exhausted(conn: sa.Connection, name: str, n: int, table: str) -> NoReturn:
@@ -688,6 +698,12 @@ def raise_missing_or_exhausted(conn: sa.Connection, name: str, n: int, table: st
             f"sequence {name!r} has no row in table {table!r}; create it with "
             f"create_table_sequence(engine, {name!r}) (or TableSequence.create(engine)), "
             f"or in an Alembic migration with op.create_table_sequence({name!r})"
+        )
+    if _fits(current, n):
+        raise SequenceAllocationError(
+            f"sequence {name!r} (table {table!r}) was not allocated from: its row was "
+            "replaced (dropped and created anew) by another transaction while this one "
+            "waited for it, twice. Nothing was allocated; try again"
         )
     raise SequenceExhaustedError(
         f"sequence {name!r} is at {current}; a block of {n} would pass the BIGINT "
@@ -708,6 +724,17 @@ def naming_missing_table(conn: sa.Connection, table: str) -> Iterator[None]:
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
         raise_if_table_missing(conn, table, exc)
         raise
+
+
+@contextlib.contextmanager
+def _lock_timeout(what: str) -> Iterator[None]:
+    """A lock wait the server's timeout ended, inside, raises SequenceLockTimeoutError."""
+    try:
+        yield
+    except sa.exc.DBAPIError as exc:
+        if lock_timeout_setting(exc) is None:
+            raise
+        raise error_not_retried(exc, what, "nothing was changed") from exc
 
 
 def raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> None:
@@ -774,7 +801,7 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: 
     statement = insert_ignoring_conflict(conn.dialect, table_clause(table), ["name"])
     statement = statement.execution_options(preserve_rowcount=True)
     try:
-        with naming_missing_table(conn, table):
+        with naming_missing_table(conn, table), _lock_timeout(f"creating sequence {name!r}"):
             check_exact_names(conn, table)
             created = conn.execute(statement, {"name": name, "next_value": start}).rowcount == 1
     except sa.exc.IntegrityError:
@@ -832,7 +859,7 @@ def drop_table_sequence(
 def _drop(conn: sa.Connection, name: str, table: str, checkfirst: bool) -> bool:
     t = table_clause(table)
     statement = sa.delete(t).where(t.c.name == sa.bindparam("name"))
-    with naming_missing_table(conn, table):
+    with naming_missing_table(conn, table), _lock_timeout(f"dropping sequence {name!r}"):
         # a case-insensitive name column would delete another case's row, as create refuses
         check_exact_names(conn, table)
         result = conn.execute(statement.execution_options(preserve_rowcount=True), {"name": name})
