@@ -190,7 +190,8 @@ def check_name(
     nullable: bool = False,
     hint: str = "",
 ) -> Any:
-    """``value`` if it is a str of 1 to ``max_length`` characters without a NUL; else raise.
+    """``value`` if it is a str of 1 to ``max_length`` characters UTF-8 can send, without
+    a NUL; else raise.
 
     Names of tables, columns, schemas and sequences: a NUL cannot be stored
     or sent by most drivers, and an empty or over-long name fails only later,
@@ -216,6 +217,18 @@ def check_name(
         raise _refuse(
             error, what, wanted + " without NUL characters", value, "remove the NUL character"
         )
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: no driver can send it
+            raise _refuse(
+                error,
+                what,
+                wanted + " that UTF-8 can encode",
+                value,
+                "it holds a lone surrogate (a half of a UTF-16 pair, as from decoding bytes "
+                "with errors='surrogateescape'); decode the name properly",
+            ) from None
     return value
 
 

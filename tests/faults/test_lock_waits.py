@@ -43,6 +43,7 @@ from sqlalchemy_seqkeys import (
     SequenceLockTimeoutError,
     TableSequence,
     create_table_sequence,
+    drop_table_sequence,
     resync_pooled_sequence,
     resync_table_sequence,
     sequences_table,
@@ -402,6 +403,30 @@ def test_a_resync_waits_one_lock_timeout(bounded: Engine, bind: str) -> None:
             trans.rollback()
     _check_one_timeout(exc, elapsed, name, bounded.url.get_backend_name())
     assert resync_table_sequence(bounded, name, ROWS, "id") == 501, "it works once the row is free"
+
+
+@pytest.mark.parametrize("call", ["drop", "create"])
+def test_a_drop_or_create_waits_one_lock_timeout(bounded: Engine, call: str) -> None:
+    """They raised the driver's LockNotAvailable / error 1205."""
+    name = "locked_ddl"
+    create_table_sequence(bounded, name)
+    if call == "drop":
+        with _row_locked(bounded, name):
+            exc, elapsed = _timed(lambda: drop_table_sequence(bounded, name))
+    else:
+        # another transaction inserted the same name and has not committed: the
+        # INSERT waits to learn whether that row stays
+        drop_table_sequence(bounded, name)
+        with bounded.connect() as other:
+            other.begin()
+            create_table_sequence(other, name)
+            exc, elapsed = _timed(lambda: create_table_sequence(bounded, name, checkfirst=True))
+            other.rollback()
+    _check_one_timeout(exc, elapsed, name, bounded.url.get_backend_name())
+    assert "nothing was changed" in str(exc)
+    # once free, it works
+    assert create_table_sequence(bounded, name, checkfirst=True) is (call == "create")
+    assert drop_table_sequence(bounded, name) is True
 
 
 def test_an_async_resync_waits_one_lock_timeout(async_db: AsyncDatabase) -> None:

@@ -55,6 +55,21 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[SeqKeysError]]] = [
     ),
     ("TableSequence name None", lambda: TableSequence(None, mode="batch"), InvalidSequenceError),  # type: ignore[arg-type]
     (
+        "TableSequence name with a lone surrogate",
+        lambda: TableSequence("a\ud800b", mode="batch"),
+        InvalidSequenceError,
+    ),
+    (
+        "TableSequence table with a lone surrogate",
+        lambda: TableSequence("s", mode="batch", table="t\udc80"),
+        InvalidSequenceError,
+    ),
+    (
+        "PooledSequence name with a lone surrogate",
+        lambda: PooledSequence("a\ud800b"),
+        InvalidSequenceError,
+    ),
+    (
         "TableSequence batch_size past BIGINT",
         lambda: TableSequence("s", mode="batch", batch_size=2**63),
         InvalidSequenceError,

@@ -70,13 +70,13 @@ def _with_nul(max_len: int) -> SearchStrategy[str]:
 
 
 def name(max_len: int = 128, *, nullable: bool = False) -> SearchStrategy[Any]:
-    """Bad names: wrong types, empty, a NUL byte, longer than ``max_len``."""
+    """Bad names: wrong types, empty, a NUL byte, a lone surrogate, longer than ``max_len``."""
     junk = [v for v in _JUNK if v is not None or not nullable]
     long = st.text(st.characters(codec="ascii", categories=["L"]), min_size=max_len + 1).map(
         lambda s: s + "x" * (max_len + 1 - len(s))
     )
     return st.one_of(
-        st.sampled_from([*junk, "", 5, 1.5, True, b"name", "x" * 10_000]),
+        st.sampled_from([*junk, "", 5, 1.5, True, b"name", "x" * 10_000, "a\ud800b"]),
         _with_nul(max_len),
         long,
     )
