@@ -3,7 +3,8 @@
 With the plugin in ``autogenerate_plugins``, :func:`compare_seqkeys` proposes the missing
 sequences, worker-lease tables, table-sequence rows and bit-reversed sequences (their own
 operations) and the upgrades of older tables; it never proposes dropping a sequences table
-the declared sequences use, and follows a new sequence on a table with rows by its resync.
+the declared sequences use, nor a worker-lease table, and follows a new sequence on a table
+with rows by its resync.
 :func:`render_item` renders shard columns and ``server_uuid7()``/``server_uuid()`` defaults
 as themselves, and those match what the server reports.
 
@@ -30,7 +31,6 @@ from sqlalchemy_seqkeys.alembic.ops import (
     CreateTableSequenceOp,
     CreateWorkerLeaseTableOp,
     DropSequencesTableOp,
-    DropWorkerLeaseTableOp,
     MakeSequenceNamesCaseSensitiveOp,
     ResyncTableSequenceOp,
     SeqKeysOp,
@@ -42,6 +42,7 @@ from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import inexact_collation, read_next_value
 from sqlalchemy_seqkeys.server_keys import ServerUuid
 from sqlalchemy_seqkeys.shard import ShardComputed, hashed_column_names
+from sqlalchemy_seqkeys.snowflake import Snowflake
 from sqlalchemy_seqkeys.uuid7_sql import ServerUuid7
 from sqlalchemy_seqkeys.workers import MARK_COLUMN
 
@@ -179,6 +180,64 @@ def keep_tables(upgrade_ops: ops.UpgradeOps, tables: set[str]) -> None:
     ]
 
 
+def is_lease_table(table: sa.Table) -> bool:
+    """Whether ``table`` has the columns of a worker-lease table (with ``high_water_ms`` or,
+    made by version 0.1, without).
+
+    :param table: a table, as Alembic reflected it.
+
+    Example::
+
+        >>> from sqlalchemy_seqkeys import workers_table
+        >>> is_lease_table(workers_table(sa.MetaData()))
+        True
+    """
+    return {c.name for c in table.columns} - {MARK_COLUMN} == _WORKERS_COLUMNS
+
+
+def lease_tables_used(metadatas: Iterable[sa.MetaData]) -> set[str]:
+    """The tables of the leases the models' ``Snowflake`` defaults are bound to.
+
+    A process that runs Alembic rarely has them (a ``Snowflake()`` declared with the
+    models is bound at the application's start): :func:`keep_lease_tables` keeps
+    every table of the lease table's shape as well.
+
+    :param metadatas: the models' ``MetaData`` objects.
+    """
+    found: set[str] = set()
+    for _, _, default in column_defaults(metadatas):
+        if isinstance(default, Snowflake):
+            table = getattr(default.lease, "table", None)
+            if isinstance(table, sa.Table):
+                found.add(table.name)
+    return found
+
+
+def keep_lease_tables(upgrade_ops: ops.UpgradeOps, tables: set[str]) -> None:
+    """Remove the proposed drops of worker-lease tables: ``tables``, and any of their shape.
+
+    A :class:`~sqlalchemy_seqkeys.WorkerLease` creates its table itself, so the
+    models need not declare it, and Alembic's comparison takes it for one the
+    models dropped. Dropping it while a process holds a lease lets the next
+    process create it again, empty, and claim the worker id still in use: both
+    mint the same snowflake ids. Nothing here can tell whether a lease is held
+    (a holder may run on another host), so such a table is never proposed for
+    dropping; ``op.drop_worker_lease_table(name)`` written by hand drops it.
+
+    :param upgrade_ops: the operations found so far.
+    :param tables: the names of lease tables to keep (in the default schema) whatever
+        their columns: those of the leases the models' ``Snowflake`` defaults use.
+    """
+    upgrade_ops.ops[:] = [
+        op
+        for op in upgrade_ops.ops
+        if not (
+            isinstance(op, ops.DropTableOp)
+            and ((op.schema is None and op.table_name in tables) or is_lease_table(op.to_table()))
+        )
+    ]
+
+
 def row_exists(conn: sa.Connection, existing_tables: set[str], table: str, name: str) -> bool:
     """Whether sequence ``name`` has its row in the sequences table ``table``.
 
@@ -251,12 +310,13 @@ def _swap_table_ops(upgrade_ops: ops.UpgradeOps, metadatas: list[sa.MetaData]) -
                 op = CreateSequencesTableOp(op.table_name)
             elif kind == "workers":
                 op = CreateWorkerLeaseTableOp(op.table_name)
-        elif isinstance(op, ops.DropTableOp) and op.schema is None:
-            columns = {c.name for c in op.to_table().columns}
-            if columns == _SEQUENCES_COLUMNS:
-                op = DropSequencesTableOp(op.table_name)
-            elif columns - {MARK_COLUMN} == _WORKERS_COLUMNS:
-                op = DropWorkerLeaseTableOp(op.table_name)
+        elif (
+            isinstance(op, ops.DropTableOp)
+            and op.schema is None
+            and {c.name for c in op.to_table().columns} == _SEQUENCES_COLUMNS
+        ):
+            # (a worker-lease table's drop is gone already: keep_lease_tables)
+            op = DropSequencesTableOp(op.table_name)
         swapped.append(op)
     upgrade_ops.ops[:] = swapped
 
@@ -283,11 +343,14 @@ def compare_seqkeys(
     """Autogenerate: the seqkeys tables, rows and sequences the database lacks (see above).
 
     :param autogen_context: Alembic's context of the autogenerate run.
-    :param upgrade_ops: the operations found so far; the seqkeys ones are appended, and
-        Alembic's own ``create_table`` of a seqkeys table is replaced by its operation.
+    :param upgrade_ops: the operations found so far; the seqkeys ones are appended,
+        Alembic's own ``create_table`` of a seqkeys table is replaced by its operation, and
+        its drops of worker-lease tables and used sequences tables are taken out.
     :param schemas: the schemas compared; it runs where they include the default one (None).
     """
     metadatas = metadatas_of(autogen_context)
+    # in every schema compared: a lease table is never dropped (each run's models may lack it)
+    keep_lease_tables(upgrade_ops, lease_tables_used(metadatas))
     conn = autogen_context.connection
     if not metadatas or conn is None or None not in schemas:
         return PriorityDispatchResult.CONTINUE
