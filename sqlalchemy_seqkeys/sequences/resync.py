@@ -74,10 +74,18 @@ def raise_if_source_missing(
             inspector = sa.inspect(probe)
             if not inspector.has_table(source.name, schema=source.schema):
                 missing = f"there is no table {where!r}"
-            elif all(c["name"] != column for c in inspector.get_columns(*where_parts)):
-                missing = f"table {where!r} has no column {column!r}"
             else:
-                return
+                found = [c for c in inspector.get_columns(*where_parts) if c["name"] == column]
+                if not found:
+                    missing = f"table {where!r} has no column {column!r}"
+                elif not isinstance(found[0]["type"], sa.Integer):
+                    # an empty text column: no key to refuse, the server refused the compare
+                    what = f"is of type {found[0]['type']}, not an integer type"
+                    raise _refuse_keys(source, name, what) from exc
+                else:
+                    return
+    except InvalidSequenceError:
+        raise
     except Exception:  # the probe is advisory; the original error is what matters
         return
     raise InvalidSequenceError(

@@ -55,8 +55,9 @@ def _text_table(engine: Engine, keys: list[Any], key_type: Any = None) -> sa.Met
             conn.execute(sa.text(f"CREATE TABLE {TEXT} (id PRIMARY KEY)"))
     else:
         metadata.create_all(engine)
-    with engine.begin() as conn:
-        conn.execute(rows.insert(), [{"id": k} for k in keys])
+    if keys:
+        with engine.begin() as conn:
+            conn.execute(rows.insert(), [{"id": k} for k in keys])
     create_table_sequence(engine, SEQ, start=5)
     return metadata
 
@@ -92,6 +93,33 @@ def test_a_text_key_column_is_refused_on_every_engine(text_keys: Engine) -> None
     # neither moved: the pooled sequence still hands out its first block
     assert PooledSequence(POOLED, batch_size=10, table=POOLED_TABLE).next_value(engine) == 1
     assert _next(engine) == 5
+
+
+def test_an_empty_text_key_column_is_refused_on_every_engine(engine: Engine) -> None:
+    """No key to refuse: PostgreSQL refused the compare, wrapped as a driver failure."""
+    _drop_pooled(engine)
+    metadata = _text_table(engine, [], sa.String(20))
+    PooledSequence(POOLED, batch_size=10, table=POOLED_TABLE).create(engine)
+    refused = []
+    try:
+        for resync in (
+            lambda: resync_table_sequence(engine, SEQ, TEXT, "id"),
+            lambda: resync_pooled_sequence(
+                engine, POOLED, TEXT, "id", sequences_table=POOLED_TABLE
+            ),
+        ):
+            try:
+                resync()  # where the engine compares a BIGINT with text: an empty table, no move
+            except InvalidSequenceError as exc:
+                refused.append(str(exc))
+        assert all("is of type VARCHAR(20), not an integer type" in m for m in refused), refused
+        if engine.dialect.name == "postgresql":
+            assert len(refused) == 2  # SequenceAllocationError wrapping UndefinedFunction before
+        assert _next(engine) == 5
+        assert PooledSequence(POOLED, batch_size=10, table=POOLED_TABLE).next_value(engine) == 1
+    finally:
+        metadata.drop_all(engine)
+        _drop_pooled(engine)
 
 
 def test_the_command_prints_the_refusal_on_every_engine(
