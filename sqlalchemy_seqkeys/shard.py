@@ -23,12 +23,14 @@ from zoneinfo import ZoneInfo
 
 import sqlalchemy as sa
 from sqlalchemy import event
+from sqlalchemy import types as sqltypes
 from sqlalchemy.engine import CreateEnginePlugin
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateColumn
 from sqlalchemy.sql.compiler import DDLCompiler
 
+from sqlalchemy_seqkeys._columns import _converts
 from sqlalchemy_seqkeys._compat import (
     CopiedComputed,
     insert_multi_values,
@@ -213,6 +215,8 @@ def spanner_string(value: object) -> str:
 
     :param value: a ``bool``, ``int``, ``str``, aware ``datetime`` or ``date``.
     """
+    if type(value) is str:  # the most common, first
+        return value
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -239,6 +243,137 @@ def spanner_string(value: object) -> str:
     )
 
 
+#: a hashed column's value -> the text Spanner's CAST(column AS STRING) gives of what the
+#: column stores; its second argument is the column's key, for the error
+_Text = Callable[[Any, str], str]
+
+
+def _stored_otherwise(key: str, value: object, column: str, detail: str) -> InvalidShardError:
+    return InvalidShardError(
+        f"cannot hash {shown(value)} ({type(value).__name__}) for column {key!r}, {column}: "
+        f"{detail}"
+    )
+
+
+def _string_text(value: Any, key: str) -> str:
+    if type(value) is str or isinstance(value, str):
+        return value
+    raise _stored_otherwise(key, value, "a String", "pass a str, the text it is to store")
+
+
+def _integer_text(value: Any, key: str) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return spanner_string(int(value))  # an IntEnum member: its number, on any Python
+    raise _stored_otherwise(
+        key, value, "an integer column", "pass an int (the engines store other values otherwise)"
+    )
+
+
+def _boolean_text(value: Any, key: str) -> str:
+    if value is True or (type(value) is int and value == 1):
+        return "true"
+    if value is False or (type(value) is int and value == 0):
+        return "false"
+    raise _stored_otherwise(key, value, "a Boolean", "pass True or False (or 1 or 0)")
+
+
+def _date_text(value: Any, key: str) -> str:
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value.isoformat()
+    raise _stored_otherwise(
+        key,
+        value,
+        "a Date",
+        "the engines cut a datetime to a day (in which zone depends on the engine) or "
+        "refuse it; pass a date",
+    )
+
+
+def _timestamp_column_text(value: Any, key: str) -> str:
+    if isinstance(value, datetime):
+        return _timestamp_text(value)
+    raise _stored_otherwise(key, value, "a DateTime", "pass an aware datetime")
+
+
+def _enum_text(type_: sqltypes.Enum) -> _Text:
+    """What ``sa.Enum`` stores: a member's name (or its ``values_callable`` value)."""
+
+    def text(value: Any, key: str) -> str:
+        try:
+            # what Enum's bind processing stores (SQLAlchemy leaves it unannotated)
+            stored = type_._db_value_for_elem(value)  # type: ignore[no-untyped-call]
+        except (LookupError, TypeError):
+            stored = None
+        if isinstance(stored, str):
+            return stored
+        raise _stored_otherwise(
+            key,
+            value,
+            f"an Enum of {', '.join(map(repr, type_.enums))}",
+            "it is none of them; pass one of its members (whose stored text is hashed) "
+            "or that text",
+        )
+
+    return text
+
+
+def _column_text(type_: sqltypes.TypeEngine[Any]) -> _Text:
+    """How a value given to a column of ``type_`` becomes the text Spanner hashes.
+
+    The column's type decides, not the value's: ``sa.Enum`` stores a member's name,
+    ``Boolean`` stores 1 as true. A value the column would store as something else
+    than its text is refused; a type this library does not know (or a
+    ``TypeDecorator`` that converts the value) hashes the value by :func:`spanner_string`.
+    """
+    while isinstance(type_, sqltypes.TypeDecorator):
+        if _converts(type_):
+            return _any_text
+        type_ = type_.impl_instance
+    if isinstance(type_, sqltypes.Enum):  # before String, which it is
+        return _enum_text(type_)
+    if isinstance(type_, sqltypes.String):
+        return _string_text
+    if isinstance(type_, sqltypes.Boolean):
+        return _boolean_text
+    if isinstance(type_, sqltypes.Integer):
+        return _integer_text
+    if isinstance(type_, sqltypes.DateTime):
+        return _timestamp_column_text
+    if isinstance(type_, sqltypes.Date):
+        return _date_text
+    return _any_text
+
+
+def _any_text(value: Any, key: str) -> str:
+    return spanner_string(value)
+
+
+#: each hashed column's key and how its value becomes text, in the hashing order
+_Texts = tuple[tuple[str, _Text], ...]
+
+
+def _column_texts(shard: ShardId, table: sa.Table | None) -> _Texts | None:
+    """How each column ``shard`` hashes turns its value into text, in ``table``."""
+    if not isinstance(table, sa.Table):
+        return None
+    found = _texts_cache.get(table)
+    if found is None:
+        found = _texts_cache[table] = {}
+    texts = found.get(shard)
+    if texts is None:
+        texts = found[shard] = tuple(
+            (key, _column_text(table.c[key].type) if key in table.c else _any_text)
+            for key in shard.columns
+        )
+    return texts
+
+
+#: Table -> ShardId -> how each hashed column's value becomes text (the column types')
+_texts_cache: weakref.WeakKeyDictionary[sa.Table, dict[ShardId, _Texts]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 class ShardId:
     """A column default: ``MOD(FARM_FINGERPRINT(CONCAT(CAST(col AS STRING), ...)), shards)``.
 
@@ -246,6 +381,12 @@ class ShardId:
     Their values must be set by the application or by defaults of columns
     declared earlier in the table (SQLAlchemy computes defaults in column
     order). ``non_negative=True`` gives ``0 .. shards - 1``; see :func:`shard_of`.
+
+    As a default (and in :func:`spanner_shard_column`), each value is hashed as
+    its column stores it, by the column's type: the name an ``sa.Enum`` stores
+    for a member, ``true`` for a ``Boolean`` given 1. A value its column would
+    store as other text (a datetime in a ``Date`` column, 2 in a ``Boolean``, a
+    bool or a text in an integer column) raises :class:`InvalidShardError`.
 
     Example::
 
@@ -277,6 +418,10 @@ class ShardId:
     def of(self, *values: object) -> int:
         """The shard id of one row's key values, given in the column order.
 
+        The values are hashed as they are, by :func:`spanner_string`, with no
+        column to read a type from: give them as the columns store them (for an
+        ``sa.Enum`` column, the text it stores for a member, its name by default).
+
         Example::
 
             >>> ShardId("n", "s", "b", shards=16).of(1, "foo", True)
@@ -296,17 +441,33 @@ class ShardId:
     def __call__(self, context: DefaultExecutionContext) -> int:
         # SQLAlchemy leaves get_current_parameters unannotated: it returns the row's dict
         row: dict[str, Any] = context.get_current_parameters()  # type: ignore[no-untyped-call]
+        column = getattr(context, "current_column", None)  # the column being defaulted
         return self._of_row(
             row,
             "ShardId",
             "set it, or declare its default before the shard column",
+            _column_texts(self, getattr(column, "table", None)),
         )
 
-    def _of_row(self, row: Mapping[str, Any], what: str, remedy: str) -> int:
-        """The shard id of one INSERT's row; a hashed column missing from it says ``remedy``."""
+    def _of_row(
+        self,
+        row: Mapping[str, Any],
+        what: str,
+        remedy: str,
+        texts: Sequence[tuple[str, _Text]] | None = None,
+    ) -> int:
+        """The shard id of one INSERT's row; a hashed column missing from it says ``remedy``.
+
+        ``texts`` (each hashed column's key and how its value becomes text) turn each
+        value into the text of what its column stores, by the column's type; without
+        them the values are hashed as :meth:`of` hashes them.
+        """
         try:
-            values = [row[c] for c in self.columns]
-        except KeyError as exc:
+            if texts:  # each value's text, which of() then hashes as it is
+                values = [text(row[key], key) for key, text in texts]
+            else:
+                values = [row[c] for c in self.columns]
+        except KeyError as exc:  # the texts raise no KeyError of their own
             raise InvalidShardError(
                 f"{what} hashes column {exc.args[0]!r}, which has no value in this INSERT; {remedy}"
             ) from None
@@ -381,8 +542,11 @@ def _create_column(create: CreateColumn, compiler: DDLCompiler, **kw: Any) -> st
     return text if column.nullable else f"{text} NOT NULL"
 
 
-#: Table -> its shard columns as (column key, ShardId); computed once per table.
-_shard_columns_cache: weakref.WeakKeyDictionary[sa.Table, list[tuple[str, ShardId]]] = (
+#: a shard column of a table: its key, its ShardId, how each hashed column's value
+#: becomes text (by the column's type)
+_ShardColumn = tuple[str, ShardId, _Texts]
+#: Table -> its shard columns; computed once per table.
+_shard_columns_cache: weakref.WeakKeyDictionary[sa.Table, list[_ShardColumn]] = (
     weakref.WeakKeyDictionary()
 )
 _hook_lock = threading.Lock()
@@ -394,25 +558,26 @@ _opted_in: weakref.WeakSet[sa.Engine] = weakref.WeakSet()
 _warned: weakref.WeakSet[sa.Engine] = weakref.WeakSet()
 
 
-def _shard_columns(table: sa.Table) -> list[tuple[str, ShardId]]:
+def _shard_columns(table: sa.Table) -> list[_ShardColumn]:
     found = _shard_columns_cache.get(table)
     if found is None:
-        found = [
-            (c.key, c.computed.shard)
-            for c in table.columns
-            if isinstance(c.computed, ShardComputed)
-        ]
+        found = []
+        for c in table.columns:
+            if isinstance(c.computed, ShardComputed):
+                shard = c.computed.shard
+                found.append((c.key, shard, _column_texts(shard, table) or ()))
         _shard_columns_cache[table] = found
     return found
 
 
-def _filled(row: Mapping[str, Any], shards: list[tuple[str, ShardId]]) -> dict[str, Any]:
+def _filled(row: Mapping[str, Any], shards: list[_ShardColumn]) -> dict[str, Any]:
     out = dict(row)
-    for key, shard in shards:
+    for key, shard, texts in shards:
         value = shard._of_row(
             out,
             f"shard column {key!r}",
             "give it one (a column default is computed too late to hash)",
+            texts,
         )
         given = out.get(key)
         if given is not None and given != value:
@@ -484,7 +649,7 @@ def _warn_not_opted_in(engine: sa.Engine, statement: sa.Insert) -> None:
     )
 
 
-def _filled_statement(statement: sa.Insert, shards: list[tuple[str, ShardId]]) -> sa.Insert:
+def _filled_statement(statement: sa.Insert, shards: list[_ShardColumn]) -> sa.Insert:
     values = insert_values(statement)
     if (
         not values
@@ -504,7 +669,7 @@ def _filled_statement(statement: sa.Insert, shards: list[tuple[str, ShardId]]) -
             )
         row[name] = value.value
     filled = _filled(row, shards)
-    return statement.values({key: filled[key] for key, _ in shards})
+    return statement.values({key: filled[key] for key, _, _ in shards})
 
 
 def _install_hook() -> None:
