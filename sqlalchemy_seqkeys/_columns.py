@@ -326,6 +326,30 @@ def _refuse_unsigned(column: sa.Column[Any], table: sa.Table | None, fn: Any) ->
     )
 
 
+def _refuse_comb_in_native_uuid(column: sa.Column[Any], table: sa.Table | None, fn: Any) -> None:
+    """Refuse a GUID default other than UUIDv7 on MariaDB's UUID type (``native_uuid=True``)."""
+    type_ = column.type
+    if _is_uuid7(fn) or not getattr(type_, "native_uuid", False):
+        return
+    if _instance(type_, "types", "CombGuid"):
+        remedy = (
+            "Use default=new_uuid7 with it, or CombGuid() / CombGuid(binary=True) for COMB keys"
+        )
+    elif _instance(type_, "typeid_sql", "TypeIDType"):
+        prefix = type_.prefix  # type: ignore[attr-defined]
+        remedy = (
+            f"Use default=typeid_default({prefix!r}) (UUIDv7) with it, or "
+            f"TypeIDType({prefix!r}) (16 bytes) for COMB keys"
+        )
+    else:
+        return
+    raise InvalidGuidError(
+        f"{_where(column, table)} is {type_!r}, MariaDB's UUID type, "
+        f"which swaps the groups of values whose random bits read as UUID versions 1 "
+        f"to 5, as many COMB GUIDs of {fn!r} do, so their time order is lost. {remedy}"
+    )
+
+
 def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
     """Refuse a seqkeys default on a column type that cannot hold its values."""
     fn = _given_default(column)
@@ -361,14 +385,7 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
             ),
         )
     elif _is_guid_default(fn):
-        native = _instance(type_, "types", "CombGuid") and type_.native_uuid  # type: ignore[attr-defined]
-        if native and not _is_uuid7(fn):
-            raise InvalidGuidError(
-                f"{_where(column, table)} is CombGuid(native_uuid=True), MariaDB's UUID type, "
-                f"which swaps the groups of values whose random bits read as UUID versions 1 "
-                f"to 5, as many COMB GUIDs of {fn!r} do, so their time order is lost. "
-                "Use default=new_uuid7 with it, or CombGuid() / CombGuid(binary=True) for COMB keys"
-            )
+        _refuse_comb_in_native_uuid(column, table, fn)
         _refuse_first_problem(
             column,
             table,
