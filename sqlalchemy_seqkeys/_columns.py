@@ -227,7 +227,7 @@ def u64_problem(type_: sqltypes.TypeEngine[Any], dialect: str | None = None) -> 
     return bigint_problem(type_, dialect)
 
 
-def _converts(type_: sqltypes.TypeDecorator[Any]) -> bool:
+def converts(type_: sqltypes.TypeDecorator[Any]) -> bool:
     """Whether a ``TypeDecorator`` turns the bound value into something of its own."""
     cls = type(type_)
     return (
@@ -248,7 +248,7 @@ def _guid_problem(type_: sqltypes.TypeEngine[Any]) -> str | None:
     if _instance(type_, "types", "CombGuid"):
         return None
     if isinstance(type_, sqltypes.TypeDecorator):
-        return None if _converts(type_) else _guid_problem(type_.impl_instance)
+        return None if converts(type_) else _guid_problem(type_.impl_instance)
     if isinstance(type_, sqltypes.Uuid):
         return None
     if isinstance(type_, sqltypes.Enum):

@@ -30,7 +30,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateColumn
 from sqlalchemy.sql.compiler import DDLCompiler
 
-from sqlalchemy_seqkeys._columns import _converts
+from sqlalchemy_seqkeys._columns import converts
 from sqlalchemy_seqkeys._compat import (
     CopiedComputed,
     insert_multi_values,
@@ -326,7 +326,7 @@ def _column_text(type_: sqltypes.TypeEngine[Any]) -> _Text:
     ``TypeDecorator`` that converts the value) hashes the value by :func:`spanner_string`.
     """
     while isinstance(type_, sqltypes.TypeDecorator):
-        if _converts(type_):
+        if converts(type_):
             return _any_text
         type_ = type_.impl_instance
     if isinstance(type_, sqltypes.Enum):  # before String, which it is
