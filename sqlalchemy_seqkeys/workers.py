@@ -89,6 +89,9 @@ _RECLAIM_BACKOFF_S = (1.0, 30.0)
 #: the longest a close waits for the database (and never longer than the ttl,
 #: after which the row expires by itself)
 _CLOSE_GRACE_S = 5.0
+#: a lease table's CREATE is tried this often: the ones a concurrent CREATE beat
+#: check again, and find the table
+_CREATE_TRIES = 3
 
 
 class _NoAnswerError(Exception):
@@ -793,7 +796,7 @@ class WorkerLease(_HeldWorkerId):
     def _claim(self) -> None:
         try:
             if self.create_table:
-                self.table.create(self.engine, checkfirst=True)
+                self._create_table()
             with self.engine.connect() as conn:
                 claim, sent = self._row.claim(conn)
         except BaseException as exc:
@@ -803,6 +806,26 @@ class WorkerLease(_HeldWorkerId):
             raise
         self._worker_id, self._floor_ms, self._mark_ms = claim
         self._valid_until = sent + self.ttl
+
+    def _create_table(self) -> None:
+        """Create the table if it is missing; one another process created meanwhile will do.
+
+        Processes starting at once on a fresh database all find the table
+        missing, and all but one CREATE fail ("already exists"; PostgreSQL
+        also "duplicate key value violates unique constraint
+        pg_type_typname_nsp_index"). The failed ones check again and use the
+        table that won; an error the table does not explain is raised.
+        """
+        for attempt in range(1, _CREATE_TRIES + 1):
+            try:
+                self.table.create(self.engine, checkfirst=True)
+                return
+            except _db_errors(self.engine):
+                if attempt == _CREATE_TRIES:
+                    raise
+                # the CREATE that won has committed (ours waited for it): the
+                # next check finds the table; a failure of another kind fails again
+                (pause if self._start_task is not None else time.sleep)(0.01 * attempt)
 
     def _wait_past_floor(self) -> None:
         # The previous holder minted up to the floor on its own clock; ids
