@@ -154,6 +154,27 @@ _STOPPED: _TickState = (0, 0, itertools.count(), -1, -1)
 _LOCK_FREE = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
+class _Route:
+    """Where a generator's calls go once it is bound elsewhere: the new binding's sequence,
+    the generator's fork handler and the new binding's own redirect (which a later rebind
+    fills in turn). A call that began on an old binding follows these in a loop
+    (``_Sequence.mint_slow``): one nested call a binding would overflow the stack when
+    thousands of rebinds pass under a call that waits."""
+
+    __slots__ = ("on_fork", "redirect", "sequence")
+
+    def __init__(
+        self, sequence: _Sequence, on_fork: Callable[[], int], redirect: _Redirect
+    ) -> None:
+        self.sequence = sequence
+        self.on_fork = on_fork
+        self.redirect = redirect
+
+
+#: a binding's redirect: None until the generator is bound elsewhere (set under the lock)
+_Redirect = list["_Route | None"]
+
+
 class ClockBackwardsMode(
     ChoiceEnum, error=InvalidSnowflakeError, noun="value for on_clock_backwards"
 ):
@@ -246,7 +267,7 @@ class _Ticks:
 
 
 def _minter(
-    sequence: _Sequence, on_fork: Callable[[], int], redirect: list[Callable[[], int] | None]
+    sequence: _Sequence, on_fork: Callable[[], int], redirect: _Redirect
 ) -> Callable[[], int]:
     """One generator's hot path over ``sequence``: a flat function, built once.
 
@@ -254,8 +275,8 @@ def _minter(
     costs 8% fewer nanoseconds an id (measured against a ``__slots__`` class
     with a ``mint`` method). It holds no state of its own: the current tick is
     ``sequence.box[0]``, which the sequence writes under its lock. Once the
-    generator is bound elsewhere, ``redirect[0]`` holds its new minter, and
-    the slow path goes there (checked under the sequence's lock).
+    generator is bound elsewhere, ``redirect[0]`` holds the route to its new
+    binding, and the slow path goes there (checked under the sequence's lock).
     """
     box = sequence.box
     clock = sequence.clock
@@ -440,12 +461,10 @@ class _Sequence:
         # starts after that one's last tick, as if its clock had reached it.
         self._last = after_tick
         self._halted = False  # stop() was called: no id of a later tick from here
-        self._forward: Callable[[], int] | None = None  # where calls go once halted
+        self._forward: _Route | None = None  # where calls go once halted
         self._given_up = False  # see relinquished
 
-    def minter(
-        self, on_fork: Callable[[], int], redirect: list[Callable[[], int] | None]
-    ) -> Callable[[], int]:
+    def minter(self, on_fork: Callable[[], int], redirect: _Redirect) -> Callable[[], int]:
         """The hot path of this sequence for one generator (``on_fork``: its rebind;
         ``redirect``: where its calls go once it is bound elsewhere)."""
         return _minter(self, on_fork, redirect)
@@ -459,7 +478,7 @@ class _Sequence:
         generator's next call claims a new one (never mints here again)."""
         return self._given_up
 
-    def stop(self, successor: Callable[[], int] | None = None) -> int:
+    def stop(self, successor: _Route | None = None) -> int:
         """Mint no id of a later tick; return the last tick (-1 if none).
 
         A thread that read the current tick's state may still mint in it.
@@ -471,7 +490,7 @@ class _Sequence:
             self._forward = successor
             return self._last
 
-    def detach(self, redirect: list[Callable[[], int] | None], successor: Callable[[], int]) -> int:
+    def detach(self, redirect: _Redirect, successor: _Route) -> int:
         """One generator leaves this (shared) sequence: its calls that reach the slow
         path from now on go to ``successor``; return the last tick (-1 if none).
 
@@ -495,10 +514,23 @@ class _Sequence:
         tick = self.stop(None)
         return self._ticks.last_ms(tick) if tick >= 0 else -1
 
-    def mint_slow(
-        self, on_fork: Callable[[], int], redirect: list[Callable[[], int] | None]
-    ) -> int:
-        """The slow path: under the lock, waiting outside it."""
+    def mint_slow(self, on_fork: Callable[[], int], redirect: _Redirect) -> int:
+        """The slow path: under the lock, waiting outside it.
+
+        A call that finds the generator bound elsewhere goes on in the new binding's
+        slow path, and so on to the current binding: in this loop, not one nested
+        call a binding (a call may sleep through thousands of rebinds).
+        """
+        result = self._slow_here(on_fork, redirect)
+        while isinstance(result, _Route):
+            sequence = result.sequence
+            if sequence.stamp[0] != sequence.token:  # as its minter checks first
+                return result.on_fork()
+            result = sequence._slow_here(result.on_fork, result.redirect)
+        return result
+
+    def _slow_here(self, on_fork: Callable[[], int], redirect: _Redirect) -> int | _Route:
+        """An id of this sequence, or the route to the binding the generator moved to."""
         deadline = 0.0
         lease = self.lease
         # A wait for the clock (a used-up tick, a step back) is bounded: ``target`` is
@@ -518,9 +550,9 @@ class _Sequence:
                         pending = wait
             # Outside the lock: the wait may hand an event loop to other tasks.
             if moved is not None:
-                return moved()
+                return moved
             if self._forward is not None:
-                return self._forward()
+                return self._forward
             if pending.rebind:
                 return on_fork()
             if pending.extend_to_ms >= 0:
@@ -692,14 +724,12 @@ def _untransformed(
     return checked
 
 
-def _hand_over(
-    old: _Sequence, new: _Sequence, raw: Callable[[], int], redirect: list[Callable[[], int] | None]
-) -> None:
+def _hand_over(old: _Sequence, new: _Sequence, route: _Route, redirect: _Redirect) -> None:
     """A generator rebound from ``old`` to ``new`` (under the bind lock, before ``new`` is used).
 
     ``old`` mints no id of a later tick, the generator's calls that reach its
-    slow path (``redirect``) go to ``raw``, and ``new`` mints only past every
-    tick this process minted with its worker id.
+    slow path (``redirect``) follow ``route`` to ``new``, and ``new`` mints only
+    past every tick this process minted with its worker id.
     """
     with new.lock:
         state = new.box[0]  # a lease's sequence may be minting for other generators
@@ -707,7 +737,7 @@ def _hand_over(
         # A fixed id's sequence is ours alone: it stops. A lease's sequence
         # stays with the lease (other generators may share it); only this
         # generator's calls leave it.
-        last = old.stop(raw) if old.lease is None else old.detach(redirect, raw)
+        last = old.stop(route) if old.lease is None else old.detach(redirect, route)
         if last >= 0:
             key = (old.layout, old.worker_id)
             _retired[key] = max(_retired.get(key, -1), last)
@@ -797,7 +827,7 @@ class Snowflake:
         self.worker_id: int | None = None
         self._sequence: _Sequence | None = None
         # where the current binding's calls go once the generator is bound elsewhere
-        self._redirect: list[Callable[[], int] | None] = [None]
+        self._redirect: _Redirect = [None]
         self._mint: Callable[[], int] = self._unbound
         if worker_id is not None:
             self.bind(worker_id)
@@ -848,10 +878,11 @@ class Snowflake:
                 sequence = self._own_sequence(fixed)
             if sequence is old:
                 return
-            redirect: list[Callable[[], int] | None] = [None]
+            redirect: _Redirect = [None]
             raw = sequence.minter(self._after_fork, redirect)
             if mine and old is not None:
-                _hand_over(old, sequence, raw, self._redirect)
+                route = _Route(sequence, self._after_fork, redirect)
+                _hand_over(old, sequence, route, self._redirect)
             self.lease = lease
             self._use(sequence, raw, redirect)
 
@@ -927,7 +958,7 @@ class Snowflake:
         self,
         sequence: _Sequence,
         mint: Callable[[], int] | None = None,
-        redirect: list[Callable[[], int] | None] | None = None,
+        redirect: _Redirect | None = None,
     ) -> None:
         if mint is None or redirect is None:
             redirect = [None]
