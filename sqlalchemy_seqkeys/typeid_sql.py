@@ -41,7 +41,8 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
     :param prefix: the type of the ids, such as ``"user"`` (``""`` for none).
     :param native_uuid: on MariaDB 10.11.5 and later, store in MariaDB's own
         ``UUID`` type (as :class:`~sqlalchemy_seqkeys.CombGuid` with
-        ``native_uuid=True``) instead of ``BINARY(16)``; elsewhere ignored.
+        ``native_uuid=True``) instead of ``BINARY(16)``; elsewhere ignored. A COMB
+        default is refused there (MariaDB's ``UUID`` sorts it out of minting order).
 
     Example::
 
