@@ -50,17 +50,34 @@ __all__ = [
 
 MAX_INT64 = 2**63 - 1
 
+#: the largest id of any layout (an unsigned 64-bit one): 20 digits
+_MAX_ANY_ID = 2**64 - 1
+
 
 # -- digit rotation ------------------------------------------------------------
 
 
 def _check_digits(value: object, digits: object) -> str:
     hint = "digit rotation takes a non-negative int"
-    text = str(check_int(value, "value", InvalidSnowflakeError, min=0, hint=hint))
+    checked = check_int(value, "value", InvalidSnowflakeError, min=0, hint=hint)
+    if checked > _MAX_ANY_ID:
+        # before str(): past 4,300 digits Python refuses to print it (a raw ValueError)
+        raise InvalidSnowflakeError(
+            f"value is an int of {checked.bit_length():,} bits, out of the range of "
+            f"snowflake ids (0 .. 2**64 - 1 = {_MAX_ANY_ID}); digit rotation takes an id "
+            "(one a BIGINT column holds: up to 2**63 - 1)"
+        )
+    text = str(checked)
     digits = check_int(digits, "digits", InvalidSnowflakeError, min=1)
     if len(text) <= digits:
+        # an id has at most 20 digits: a larger count is not printed (it may not print)
+        why = (
+            f"rotating {digits} needs at least {digits + 1}"
+            if digits < 100
+            else "far fewer than digits= asks to rotate"
+        )
         raise InvalidSnowflakeError(
-            f"{value} has {len(text)} digit(s); rotating {digits} needs at least {digits + 1}"
+            f"{value} has {len(text)} digit(s); {why}: pass digits below {len(text)}"
         )
     return text
 
@@ -81,7 +98,8 @@ def rotate_digits(value: int, digits: int = 1) -> int:
     Consecutive snowflake ids then differ in their second digit(s), which
     spreads them over ``10 ** digits`` key ranges of a range-partitioned engine.
 
-    :param value: a non-negative int with more than ``digits`` digits.
+    :param value: a snowflake id (a non-negative int, at most ``2**64 - 1``)
+        with more than ``digits`` digits.
     :param digits: how many of the last digits move.
 
     Example (values from the TiDB snowflake-id article)::
