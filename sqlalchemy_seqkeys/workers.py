@@ -628,6 +628,8 @@ class _HeldWorkerId:
             self._lost = str(exc)
         except Exception:  # retried at the next interval; expiry is the guard
             pass
+        if self._closed.is_set():
+            return False  # closed: its renewal ends (close() stops it too)
         if self._lost is None:
             return True
         minter = self._minter  # not even the rest of this tick: its generators stop at once
@@ -720,6 +722,10 @@ class WorkerLease(_HeldWorkerId):
         self._minter: Minter | None = None
         self._bind_lock = threading.Lock()
         self._start_lock = threading.Lock()
+        #: held (briefly, never across I/O) where close() and a start under way meet:
+        #: a claim is recorded and its renewal started, or the lease marked closed.
+        #: Reentrant: a signal handler's close() may interrupt a start in its thread.
+        self._state_lock = threading.RLock()
         self._started = False
         self._lost: str | None = None
         self._closed = threading.Event()
@@ -758,14 +764,16 @@ class WorkerLease(_HeldWorkerId):
 
     def _start_locked(self) -> None:
         self._begin_start()
-        self._claim()
-        self._job = periodic(self.ttl / 3, self._renew_scheduled, name=self._job_name())
-        self._job.start()
+        self._claim(self._start_renewal)
         try:
             self._wait_past_floor()
         except BaseException:
             self.close()
             raise
+
+    def _start_renewal(self) -> None:
+        self._job = periodic(self.ttl / 3, self._renew_scheduled, name=self._job_name())
+        self._job.start()
 
     def __enter__(self) -> WorkerLease:
         return self if self._started else self.start()
@@ -793,7 +801,15 @@ class WorkerLease(_HeldWorkerId):
         self._token = _fork.process_token()
         self.owner = self._row.owner = uuid.uuid4().hex
 
-    def _claim(self) -> None:
+    def _claim(self, begin: Callable[[], None]) -> None:
+        """Claim a worker id and ``begin`` renewing it, unless the lease is closed meanwhile.
+
+        A close() that overlaps the claim (another thread's, a signal
+        handler's, another task's) finds no worker id to release: the claim,
+        once it is won, releases the row itself and raises; nothing renews it.
+        """
+        if self._closed.is_set():
+            raise self._closed_while_starting()
         try:
             if self.create_table:
                 self._create_table()
@@ -804,8 +820,23 @@ class WorkerLease(_HeldWorkerId):
             if isinstance(exc, _db_errors(self.engine)):
                 raise self._database_error(exc) from exc
             raise
-        self._worker_id, self._floor_ms, self._mark_ms = claim
-        self._valid_until = sent + self.ttl
+        with self._state_lock:
+            closed = self._closed.is_set()
+            self._worker_id, self._floor_ms, self._mark_ms = claim
+            if not closed:
+                self._valid_until = sent + self.ttl
+                begin()
+        if closed:
+            self._release_and_join(None)
+            raise self._closed_while_starting()
+
+    def _closed_while_starting(self) -> WorkerLeaseLostError:
+        held = "" if self._worker_id is None else f" (worker id {self._worker_id}, released)"
+        return WorkerLeaseLostError(
+            f"this {self._kind} was closed while start() was claiming a worker id{held}: a "
+            "close() from another thread or task came first, and the lease holds nothing. "
+            f"Take a new {self._kind} to claim one"
+        )
 
     def _create_table(self) -> None:
         """Create the table if it is missing; one another process created meanwhile will do.
@@ -832,6 +863,8 @@ class WorkerLease(_HeldWorkerId):
         # from here must carry later timestamps.
         deadline = time.monotonic() + self.max_wait
         while (ahead := self._floor_ms - self._now_ns() // 1_000_000) >= 0:
+            if self._closed.is_set():
+                raise self._closed_while_starting()
             if time.monotonic() >= deadline:
                 raise floor_error(self.worker_id, ahead, self.max_wait, self._kind)
             # An AsyncWorkerLease's wait awaits (in SQLAlchemy's greenlet); a sync
@@ -874,13 +907,21 @@ class WorkerLease(_HeldWorkerId):
             # Closed, or a forked child's copy: the parent still owns the row (and
             # the Event's lock may have been held by a parent's thread at the fork).
             return
-        self._closed.set()
-        self._valid_until = 0.0
-        job = self._job
+        with self._state_lock:
+            if self._closed.is_set():
+                return
+            self._closed.set()
+            self._valid_until = 0.0
+            job = self._job
+            claimed = self._worker_id is not None
         if job is not None:
             job.stop()
-        if self._worker_id is None:
-            return  # never claimed
+        if not claimed:
+            return  # never claimed, or a start under way: it releases what it wins
+        self._release_and_join(job)
+
+    def _release_and_join(self, job: Periodic | None) -> None:
+        """Release the row (closed, its renewal ``job`` stopped), waiting ``min(ttl, 5)`` s."""
         mark = self._release_mark()
         grace = min(self.ttl, _CLOSE_GRACE_S)
         try:
@@ -1142,6 +1183,8 @@ class AsyncWorkerLease:
         self._own_db = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._job: Any = None  # the renewal task's Periodic
+        #: True while start() claims: a close() then leaves the twin pool to the start
+        self._claiming = False
         #: its tasks left running (a write the database has not answered yet)
         self._detached: set[asyncio.Task[None]] = set()
 
@@ -1180,29 +1223,37 @@ class AsyncWorkerLease:
         except _db_errors(self.engine) as exc:
             sync._closed.set()
             raise sync._database_error(exc) from exc
+        if sync.closed:  # by a close() while it connected
+            raise sync._closed_while_starting()
         self._db, self._own_db = _twin(self.engine)
         sync.engine = self._db.sync_engine
         sync._renew_lock = GreenletLock()
         sync._start_task = self._detach
+        self._claiming = True
         try:
-            await greenlet_spawn(sync._claim)
+            await greenlet_spawn(sync._claim, self._start_renewal)
         except BaseException:
             await self._dispose()
             raise
-        self._job = periodic(
-            self.ttl / 3,
-            sync._renew_scheduled,
-            name=sync._job_name(),
-            loop=self._loop,
-            on_cancel=self.close,
-        )
-        self._job.start()
+        finally:
+            self._claiming = False
         try:
             await greenlet_spawn(sync._wait_past_floor)
         except BaseException:
             await self.close()
             raise
         return self
+
+    def _start_renewal(self) -> None:
+        # in the claim's greenlet, on the loop's thread
+        self._job = periodic(
+            self.ttl / 3,
+            self.sync_lease._renew_scheduled,
+            name=self.sync_lease._job_name(),
+            loop=self._loop,
+            on_cancel=self.close,
+        )
+        self._job.start()
 
     async def close(self) -> None:
         """Stop renewing and release the id, keeping the row's high-water mark.
@@ -1218,6 +1269,11 @@ class AsyncWorkerLease:
         sync = self.sync_lease
         if sync.closed or not sync._in_owner_process():
             return  # closed, or a forked child's copy: the parent owns the row
+        if self._claiming:
+            # A start under way, its claim not recorded (recording it does not
+            # await): it releases what it wins, then disposes of the twin pool.
+            await greenlet_spawn(sync.close)
+            return
         job = self._job
         # a renewal stuck on a silent server may not end even when cancelled
         running = None if job is None else await job.stop_async(min(sync.ttl, _CLOSE_GRACE_S))

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy_seqkeys import (
     Snowflake,
     WorkerLease,
+    WorkerLeaseLostError,
     workers_table,
 )
 from sqlalchemy_seqkeys.workers import AsyncWorkerLease
@@ -260,3 +261,97 @@ def test_async_first_starts_racing_to_create_the_table_all_claim(engines: _Engin
         results = asyncio.run(main())
     errors = [r for r in results if isinstance(r, BaseException)]
     assert not errors, [f"{type(e).__name__}: {e}" for e in errors]
+
+
+# -- 3. close() while start() is claiming ---------------------------------------------------
+
+
+def _slow_claim(lease: WorkerLease, claiming: threading.Event, pause: Any) -> None:
+    """The lease's claim commits, then takes a while before start() sees it."""
+    claim = lease._row.claim
+
+    def slow(conn: sa.Connection) -> Any:
+        won = claim(conn)
+        claiming.set()
+        pause()
+        return won
+
+    lease._row.claim = slow  # type: ignore[method-assign]
+
+
+def test_a_close_during_the_claim_leaves_nothing_held_or_renewed(lease_engine: Engine) -> None:
+    lease = WorkerLease(lease_engine, ttl=1)
+    claiming = threading.Event()
+    _slow_claim(lease, claiming, lambda: time.sleep(0.5))
+    outcome: list[object] = []
+
+    def start() -> None:
+        try:
+            lease.start()
+            outcome.append("started")
+        except Exception as exc:  # asserted below
+            outcome.append(exc)
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    assert claiming.wait(20)
+    lease.close()  # a shutdown signal during startup
+    assert lease.closed
+    starter.join()
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], WorkerLeaseLostError), outcome
+    assert "closed while" in str(outcome[0])
+    assert not lease.valid
+    assert all(r.expires_at == 0 for r in _rows(lease_engine).values()), _rows(lease_engine)
+    time.sleep(0.5)  # more than a renewal interval (ttl / 3)
+    assert not _lease_threads()
+
+
+def test_a_close_before_the_claim_makes_the_start_claim_nothing(lease_engine: Engine) -> None:
+    lease = WorkerLease(lease_engine, ttl=1)
+    original = lease._claim
+
+    def closed_first(*args: Any) -> None:
+        lease.close()  # another thread's close, between _begin_start and the claim
+        original(*args)
+
+    lease._claim = closed_first  # type: ignore[method-assign]
+    with pytest.raises(WorkerLeaseLostError, match="closed while"):
+        lease.start()
+    assert _rows(lease_engine) == {}
+    assert not _lease_threads()
+
+
+def test_an_async_close_during_the_claim_leaves_nothing_held_or_renewed(
+    async_db: AsyncDatabase,
+) -> None:
+    from sqlalchemy.util import await_only
+
+    async def main() -> object:
+        engine = async_db.engine()
+        try:
+            lease = AsyncWorkerLease(engine, ttl=1)
+            claiming = threading.Event()
+            _slow_claim(lease.sync_lease, claiming, lambda: await_only(asyncio.sleep(0.5)))
+            starting = asyncio.ensure_future(lease.start())
+            while not claiming.is_set():
+                await asyncio.sleep(0.005)
+            await lease.close()
+            assert lease.closed
+            try:
+                await starting
+            except Exception as exc:  # asserted below
+                outcome: object = exc
+            else:
+                outcome = "started"
+            await asyncio.sleep(0.5)  # more than a renewal interval
+            tasks = [t.get_name() for t in asyncio.all_tasks() if "seqkeys-lease" in t.get_name()]
+            assert not tasks, tasks
+            return outcome
+        finally:
+            await engine.dispose()
+
+    outcome = asyncio.run(main())
+    assert isinstance(outcome, WorkerLeaseLostError), outcome
+    assert "closed while" in str(outcome)
+    assert all(r.expires_at == 0 for r in _rows(async_db.sync).values())
