@@ -63,6 +63,11 @@ __all__ = ["AsyncWorkerLease", "WorkerLease", "workers_table"]
 DEFAULT_TABLE = "seqkeys_workers"
 MARK_COLUMN = "high_water_ms"
 _MAX_TTL_S = 86400.0
+#: the shortest ttl (seconds): renewed every ttl / 3, a lease of 0.25 s writes its row
+#: at most 12 times a second, and the row outlives a round trip and a scheduler's
+#: wake-up (shorter, a renewal cannot keep up: a ttl under 1 ms was a row written
+#: already expired, renewed in a busy loop)
+_MIN_TTL_S = 0.25
 _M = TypeVar("_M", bound=Minter)
 _T = TypeVar("_T")
 
@@ -697,6 +702,12 @@ class WorkerLease(_HeldWorkerId):
             )
             raise InvalidLeaseError(f"engine must be an sqlalchemy Engine, not {engine!r}; {hint}")
         self.ttl = check_seconds(ttl, "ttl", InvalidLeaseError, max=_MAX_TTL_S)
+        if self.ttl < _MIN_TTL_S:
+            raise InvalidLeaseError(
+                f"ttl must be at least {_MIN_TTL_S:g} s, not {ttl!r}: the lease is renewed "
+                "every ttl / 3, and its row must outlive a round trip to the database; pass "
+                "a longer ttl (30 s suits most services)"
+            )
         self.max_worker_id = check_int(
             max_worker_id, "max_worker_id", InvalidLeaseError, min=0, max=2**31 - 1
         )

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import (
+    InvalidLeaseError,
     Snowflake,
     WorkerLease,
     WorkerLeaseLostError,
@@ -355,3 +356,31 @@ def test_an_async_close_during_the_claim_leaves_nothing_held_or_renewed(
     assert isinstance(outcome, WorkerLeaseLostError), outcome
     assert "closed while" in str(outcome)
     assert all(r.expires_at == 0 for r in _rows(async_db.sync).values())
+
+
+# -- 4. a ttl too short to renew ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ttl", [0.0003, 0.001, 0.1, 0.2499])
+def test_a_ttl_under_the_minimum_is_refused_naming_it(ttl: float, tmp_path: Path) -> None:
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'ids.db'}")
+    with pytest.raises(InvalidLeaseError, match=r"ttl must be at least 0\.25 s"):
+        WorkerLease(engine, ttl=ttl)
+
+
+def test_an_async_ttl_under_the_minimum_is_refused(tmp_path: Path) -> None:
+    pytest.importorskip("aiosqlite")
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'ids.db'}")
+    with pytest.raises(InvalidLeaseError, match=r"ttl must be at least 0\.25 s"):
+        AsyncWorkerLease(engine, ttl=0.0003)
+
+
+def test_the_minimum_ttl_claims_and_renews(lease_engine: Engine) -> None:
+    with WorkerLease(lease_engine, ttl=0.25) as lease:
+        ids = Snowflake(worker_id=lease)
+        time.sleep(0.6)  # renewed every third of the ttl
+        assert ids() > 0
+        row = _rows(lease_engine)[lease.worker_id]
+        assert row.expires_at > 0
