@@ -328,9 +328,10 @@ def _server_codes(exc: sa.exc.DBAPIError) -> set[object]:
     return codes
 
 
-def _server_text(exc: sa.exc.DBAPIError) -> str:
+def _server_text(exc: Exception) -> str:
     """What the server said, its detail lines included, on one line."""
-    return " ".join(line.strip() for line in str(exc.orig).splitlines() if line.strip())
+    said = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
+    return " ".join(line.strip() for line in str(said).splitlines() if line.strip())
 
 
 #: the name is another object's: PostgreSQL 42P07 (a table, view, index or sequence
@@ -340,10 +341,16 @@ _NAME_TAKEN_TEXTS = ("(2714)", "ORA-00955")
 #: other objects depend on it: PostgreSQL 2BP01; SQL Server 3729 by its text
 _DEPENDED_ON_CODES = frozenset({"2BP01"})
 _DEPENDED_ON_TEXTS = ("(3729)",)
+#: Spanner's refusals, raised by its DDL at the commit as google.api_core errors
+#: (FailedPrecondition), which SQLAlchemy does not wrap
+_SPANNER_NAME_TAKEN = ("Duplicate name in schema",)
+_SPANNER_DEPENDED_ON = ("there is a dependent",)
 
 
-def _is(exc: sa.exc.DBAPIError, codes: frozenset[object], texts: tuple[str, ...]) -> bool:
-    return bool(_server_codes(exc) & codes) or any(t in str(exc.orig) for t in texts)
+def _is(exc: Exception, codes: frozenset[object], texts: tuple[str, ...]) -> bool:
+    if isinstance(exc, sa.exc.DBAPIError):
+        return bool(_server_codes(exc) & codes) or any(t in str(exc.orig) for t in texts)
+    return type(exc).__module__.startswith("google.") and any(t in str(exc) for t in texts)
 
 
 @contextmanager
@@ -359,13 +366,13 @@ def create_refusals(
     """
     try:
         yield
-    except sa.exc.DBAPIError as exc:
-        if file_name_too_long(exc):
+    except Exception as exc:
+        if isinstance(exc, sa.exc.DBAPIError) and file_name_too_long(exc):
             raise error(
                 f"sequence name {sequence.name!r} cannot be used on {dialect.name}: "
                 f"{FILE_NAME_TOO_LONG}. Nothing was created; choose a shorter name"
             ) from exc
-        if _is(exc, _NAME_TAKEN_CODES, _NAME_TAKEN_TEXTS):
+        if _is(exc, _NAME_TAKEN_CODES, _NAME_TAKEN_TEXTS + _SPANNER_NAME_TAKEN):
             raise SequenceExistsError(
                 f"sequence {sequence.name!r} cannot be created: another object of the database "
                 "has that name and it is not a sequence (a table, a view, an index), or a "
@@ -385,8 +392,8 @@ def drop_refusals(sequence: sa.Sequence, error: type[SeqKeysError]) -> Iterator[
     """
     try:
         yield
-    except sa.exc.DBAPIError as exc:
-        if not _is(exc, _DEPENDED_ON_CODES, _DEPENDED_ON_TEXTS):
+    except Exception as exc:
+        if not _is(exc, _DEPENDED_ON_CODES, _DEPENDED_ON_TEXTS + _SPANNER_DEPENDED_ON):
             raise
         raise error(
             f"sequence {sequence.name!r} was not dropped: other objects depend on it. The "

@@ -11,9 +11,11 @@ See docs/reference/sequences.md.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import warnings
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, Protocol, TypeVar, runtime_checkable
 
 import sqlalchemy as sa
@@ -413,7 +415,7 @@ class NativeOrRowSequence(SequenceContract):
             order_id.create(engine, checkfirst=True)
         """
         check_flag(checkfirst, "checkfirst", self._error)
-        with _aio.begin(bind, "create") as conn:
+        with self._refusals(bind, create_refusals), _aio.begin(bind, "create") as conn:
             if self._native(conn.dialect):
                 self._check_identifiers(conn.dialect)
                 created = create_native(
@@ -440,7 +442,7 @@ class NativeOrRowSequence(SequenceContract):
         """
         check_flag(checkfirst, "checkfirst", self._error)
         dropped = False
-        with _aio.begin(bind, "drop") as conn:
+        with self._refusals(bind, drop_refusals), _aio.begin(bind, "drop") as conn:
             if self._native(conn.dialect):
                 self._check_identifiers(conn.dialect)
                 dropped = drop_native(conn, self.sequence, checkfirst=checkfirst, error=self._error)
@@ -450,6 +452,18 @@ class NativeOrRowSequence(SequenceContract):
                 )
         self._forget_all()
         return dropped
+
+    def _refusals(
+        self, bind: object, refusals: Callable[..., AbstractContextManager[None]]
+    ) -> AbstractContextManager[None]:
+        """``refusals`` of the native sequence's DDL, around the transaction too (Spanner
+        runs its DDL at the commit); a null context where the sequence is a row."""
+        dialect = getattr(bind, "dialect", None)  # a bad bind: _aio.begin says what is wrong
+        if dialect is None or not self._native(dialect):
+            return contextlib.nullcontext()
+        if refusals is create_refusals:
+            return create_refusals(self.sequence, dialect, self._error)
+        return drop_refusals(self.sequence, self._error)
 
     def _check_identifiers(self, dialect: sa.Dialect) -> None:
         """Refuse a name the engine's native sequences cannot hold (e.g. too long), with no I/O."""

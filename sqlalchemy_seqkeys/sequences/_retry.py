@@ -138,9 +138,21 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def describe(exc: BaseException) -> str:
-    """The driver's error in one short line: its class and the start of its message."""
+    """The driver's error in one short line: its class and the start of its message.
+
+    A message that says nothing (Spanner's dbapi raises ``ProgrammingError([])``
+    over the server's error) is completed by the first error behind it that says
+    something.
+    """
     orig = getattr(exc, "orig", None) or exc
     text = " ".join(str(orig).split())
+    behind: BaseException | None = orig
+    seen = 0
+    while text in ("", "[]", "()") and behind is not None and seen < 5:
+        behind = behind.__cause__ or behind.__context__
+        seen += 1
+        if behind is not None and " ".join(str(behind).split()) not in ("", "[]", "()"):
+            text = f"{type(behind).__name__}: {' '.join(str(behind).split())}"
     return f"{type(orig).__name__}: {text[:200]}"
 
 

@@ -172,3 +172,32 @@ def test_the_create_op_refuses_a_start_past_mariadbs_sequences(mysql_engine: Eng
     finally:
         sa.event.remove(mysql_engine, "before_cursor_execute", record)
     assert not any("CREATE SEQUENCE" in statement.upper() for statement in sent)
+
+
+def test_spanners_refusals_are_seqkeys_errors(engines: Any) -> None:
+    """Spanner runs DDL at the commit and raises google.api_core errors there, raw before."""
+    engine: Engine = engines.get("spanner")
+    clash = BitReversedSequence(CLASH)
+    used = BitReversedSequence(USED)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"CREATE TABLE {CLASH} (id INT64 NOT NULL) PRIMARY KEY (id)")
+        with pytest.raises(SequenceExistsError, match="not a sequence") as info:
+            clash.create(engine)
+        assert "Duplicate name" in str(info.value)  # what the server said
+        used.create(engine)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                f"CREATE TABLE {USER} (id INT64 NOT NULL DEFAULT "
+                f"(GET_NEXT_SEQUENCE_VALUE(SEQUENCE {USED}))) PRIMARY KEY (id)"
+            )
+        with pytest.raises(InvalidBitReversalError, match="depend"):
+            used.drop(engine)
+        with engine.connect() as conn:
+            assert sa.inspect(conn).has_sequence(USED)  # nothing was dropped
+    finally:
+        with engine.begin() as conn:
+            for table in (CLASH, USER):
+                if sa.inspect(conn).has_table(table):
+                    conn.exec_driver_sql(f"DROP TABLE {table}")
+        used.drop(engine, checkfirst=True)

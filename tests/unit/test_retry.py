@@ -10,6 +10,7 @@ from google.cloud.spanner_dbapi.exceptions import RetryAborted
 
 from sqlalchemy_seqkeys import SequenceAllocationError, SequenceLockTimeoutError
 from sqlalchemy_seqkeys.sequences._retry import (
+    describe,
     error_in_callers_transaction,
     is_transient,
     lock_timeout_setting,
@@ -149,3 +150,21 @@ def test_nothing_is_retried_in_the_callers_transaction() -> None:
     assert isinstance(locked, SequenceLockTimeoutError)
     assert "the caller's to roll back" in str(locked)
     assert "lock_timeout" in str(locked)
+
+
+def test_describe_completes_an_empty_driver_message_from_the_error_behind_it() -> None:
+    """Spanner's dbapi raises ProgrammingError([]) over the server's error: messages
+    said "failed (ProgrammingError: [])" and lost the reason."""
+
+    class ProgrammingError(Exception):
+        pass
+
+    try:
+        try:
+            raise RuntimeError("Current transaction type is ReadOnly: get_next_sequence_value")
+        except RuntimeError:
+            raise ProgrammingError([])  # noqa: B904 - the server's error as its __context__
+    except ProgrammingError as orig:
+        wrapped = sa.exc.DBAPIError("SELECT 1", None, orig)
+    said = describe(wrapped)
+    assert said.startswith("ProgrammingError: RuntimeError: Current transaction type is ReadOnly")
