@@ -1244,7 +1244,8 @@ class AsyncWorkerLease:
         try:
             await greenlet_spawn(sync._claim, self._start_renewal)
         except BaseException:
-            await self._dispose()
+            # a release left running (closed while it claimed; the database slow to answer)
+            await self._dispose_when_idle()
             raise
         finally:
             self._claiming = False
@@ -1296,11 +1297,16 @@ class AsyncWorkerLease:
             else:
                 await greenlet_spawn(sync.close)
         finally:
-            running = {task for task in self._detached if not task.done()}
-            if running:  # their connections go back to the twin pool first
-                self._detach(self._dispose_after(running), f"{sync._job_name()}-dispose")
-            else:
-                await self._dispose()
+            await self._dispose_when_idle()
+
+    async def _dispose_when_idle(self) -> None:
+        """Dispose of the twin pool now, or once the tasks left running on it end."""
+        running = {task for task in self._detached if not task.done()}
+        if running:  # their connections go back to the twin pool first
+            name = f"{self.sync_lease._job_name()}-dispose"
+            self._detach(self._dispose_after(running), name)
+        else:
+            await self._dispose()
 
     #: ``contextlib.aclosing`` calls it
     aclose = close

@@ -155,6 +155,30 @@ def test_parent_and_child_starting_one_pre_fork_lease_hold_two_rows(
 
 @needs_fork
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
+def test_a_lease_started_before_a_fork_stays_the_parents(lease_engine: Engine) -> None:
+    engine = sa.create_engine(lease_engine.url)
+    lease = WorkerLease(engine, ttl=10).start()
+
+    def child() -> str:
+        engine.dispose(close=False)
+        with pytest.raises(InvalidLeaseError, match="forked from") as info:
+            lease.start()
+        lease.close()  # the parent's row: not released from here
+        return f"{lease.valid} {lease.closed} | {info.value}"
+
+    said = in_forked_child(child)
+    try:
+        assert said.startswith("False False | "), said
+        assert "construct a new one in this process" in said
+        assert lease.valid
+        assert _rows(lease_engine)[lease.worker_id].expires_at > 0
+    finally:
+        lease.close()
+        engine.dispose()
+
+
+@needs_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads alive
 def test_an_async_lease_built_before_a_fork_is_the_childs_once_it_starts_there(
     async_db: AsyncDatabase,
 ) -> None:
