@@ -4,7 +4,10 @@ A column default under ``AsyncEngine`` runs in SQLAlchemy's greenlet while its f
 holds a connection of the pool, so ``separate``, ``batch`` and ``async_batch`` take
 their short transactions on a :class:`Lane`: a twin of the engine's pool
 (:func:`twin_engine`), one round trip per sequence row at a time, each a task the
-greenlet waits for with :func:`wait`. Closed by ``await engine.dispose()``.
+greenlet waits for with :func:`wait`. Closed by ``await engine.dispose()``, and
+when its loop shuts down (``asyncio.run`` ending: ``loop.shutdown_asyncgens()``); a
+lane whose loop ended otherwise (closed or collected) is released, its twin pool
+disposed, by the next lane of its engine or by ``engine.dispose()``.
 
 Design: docs/architecture.md; user guide: docs/asyncio.md.
 """
@@ -14,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
@@ -35,6 +38,7 @@ if TYPE_CHECKING:  # imported where used: not on `import sqlalchemy_seqkeys`
     import asyncio
 
 __all__ = [
+    "DISPOSED",
     "Lane",
     "allocate",
     "await_",
@@ -57,7 +61,7 @@ _NOT_IN_GREENLET = (
 #: timeout, 5 s by default)
 SINGLE_WRITER_GRACE = 10.0
 
-_DISPOSED = (
+DISPOSED = (
     "the engine was disposed while a value of sequence {name!r} was being allocated; "
     "nothing was handed out. Use the engine again (after dispose it opens a new pool) "
     "to take values"
@@ -97,10 +101,16 @@ class Lane:
     """Allocations of one engine (pool) on one event loop, on a twin pool of their own."""
 
     def __init__(self, root: sa.Engine, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+        # Weak, the loop and the root engine: the registry (_lanes) holds the lane, and
+        # nothing it holds may keep a loop that ended (or the engine) alive.
+        self._loop = weakref.ref(loop)
+        self._root = weakref.ref(root)
         self.pid = os.getpid()
         self.engine = twin_engine(root)
+        #: no new round trips (dispose, the loop's shutdown); a closed lane is replaced
         self.closed = False
+        #: its twin pool is disposed, or being disposed: by aclose() or release()
+        self.released = False
         #: round trips and refills under way; cancelled and awaited by aclose()
         self.tasks: set[asyncio.Task[Any]] = set()
         #: one round trip at a time per sequence row: a lane connection per row at
@@ -113,6 +123,30 @@ class Lane:
         self._ended: dict[object, int] = {}
         self._lock_timeouts: dict[object, tuple[int, SequenceLockTimeoutError]] = {}
         self._tenants: dict[object, sa.Engine] = {}
+        #: closed by the loop's shutdown_asyncgens() (asyncio.run's end): closes the lane
+        self._watching = True
+        self._watch = self._until_loop_shutdown()
+        _advance(self._watch.asend(None))  # runs to its yield; the loop now tracks it
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The lane's event loop; None once it was garbage-collected."""
+        return self._loop()
+
+    def ended(self) -> bool:
+        """Whether the lane's loop ended: closed, or collected. Its tasks will never run."""
+        loop = self._loop()
+        return loop is None or loop.is_closed()
+
+    async def _until_loop_shutdown(self) -> AsyncGenerator[None, None]:
+        """An async generator the loop closes in ``shutdown_asyncgens()``, after cancelling
+        the tasks (``asyncio.run``, ``asyncio.Runner``): the lane closes on its own loop."""
+        try:
+            yield
+        finally:
+            self._watching = False  # running its finally: nothing may close it meanwhile
+            if not self.released:
+                await self.aclose()
 
     def engine_like(self, engine: sa.Engine) -> sa.Engine:
         """The lane's engine, with ``engine``'s schema_translate_map (its tenant)."""
@@ -129,10 +163,11 @@ class Lane:
 
     def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
         """Run ``coro`` as a task of this lane; SequenceAllocationError once closed."""
-        if self.closed or self.loop.is_closed():
+        loop = self._loop()
+        if self.closed or loop is None or loop.is_closed():
             coro.close()  # never left unawaited
-            raise SequenceAllocationError(_DISPOSED.format(name=name))
-        task = self.loop.create_task(coro, name=f"seqkeys-{name}")
+            raise SequenceAllocationError(DISPOSED.format(name=name))
+        task = loop.create_task(coro, name=f"seqkeys-{name}")
         self.tasks.add(task)
         task.add_done_callback(self._done)
         return task
@@ -175,7 +210,7 @@ class Lane:
     def outcome(self, task: asyncio.Task[T], name: str) -> T:
         """``task``'s result; a task cancelled by dispose() is an allocation error."""
         if task.cancelled():
-            raise SequenceAllocationError(_DISPOSED.format(name=name))
+            raise SequenceAllocationError(DISPOSED.format(name=name))
         return task.result()
 
     async def aclose(self) -> None:
@@ -188,7 +223,8 @@ class Lane:
         """
         import asyncio
 
-        self.closed = True
+        self.closed = self.released = True
+        self._forget()
         tasks = list(self.tasks)
         if tasks and facts(self.engine.dialect).single_writer_lock:
             await asyncio.wait(tasks, timeout=SINGLE_WRITER_GRACE)
@@ -197,13 +233,63 @@ class Lane:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         await greenlet_spawn(self.engine.dispose)
+        self._finish_watch()
+
+    def release(self) -> None:
+        """Release a lane whose loop ended (:meth:`ended`), never touching that loop.
+
+        Its tasks will never run again: their blocks and values are a gap. In a
+        greenlet (``await engine.dispose()``, a new lane of the engine on another
+        loop) the twin pool's connections are closed there, on the running loop
+        (psycopg, aiosqlite close there; asyncpg's, bound to the closed loop, are
+        aborted as SQLAlchemy aborts them); outside one they are dereferenced, as
+        ``dispose(close=False)`` does, and the driver closes them when collected.
+        """
+        if self.released:
+            return
+        self.closed = self.released = True
+        self._forget()
+        self.tasks.clear()
+        self._finish_watch()
+        if in_greenlet():
+            self.engine.dispose()
+        else:
+            self.engine.dispose(close=False)
+
+    def _finish_watch(self) -> None:
+        """Close the watch of a released lane here (its finally awaits nothing then), not
+        when it is collected: its loop would be asked to close it, maybe once closed."""
+        if self._watching:
+            self._watching = False
+            _advance(self._watch.aclose())
+
+    def _forget(self) -> None:
+        """Out of the registry: the next allocation on this loop (if any) opens a new lane."""
+        root = self._root()
+        with _lanes_lock:
+            per_loop = None if root is None else _lanes.get(root)
+            if per_loop is not None:
+                for key, lane in list(per_loop.items()):
+                    if lane is self:
+                        del per_loop[key]
 
 
-# root Engine -> loop -> Lane. Keyed by the Engine, not its pool: Engine.dispose()
-# replaces the pool before the engine_disposed event, which must still find them.
-_lanes: weakref.WeakKeyDictionary[
-    sa.Engine, weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Lane]
-] = weakref.WeakKeyDictionary()
+def _advance(step: Any) -> None:
+    """Run one step of an async generator that awaits nothing (asend, aclose), here."""
+    try:
+        step.send(None)
+    except (StopIteration, StopAsyncIteration):
+        pass
+    except RuntimeError:  # closed meanwhile by its loop's thread ("already running")
+        pass
+
+
+# root Engine -> id(loop) -> Lane. Keyed by the Engine, not its pool: Engine.dispose()
+# replaces the pool before the engine_disposed event, which must still find them. A
+# lane stays here until closed or released, never dropped unclosed with its loop (a
+# collected loop's aiosqlite threads and server connections would stay open); the
+# lane holds its loop weakly (Lane.loop: another loop may get a collected one's id).
+_lanes: weakref.WeakKeyDictionary[sa.Engine, dict[int, Lane]] = weakref.WeakKeyDictionary()
 _lanes_lock = threading.Lock()  # loops may run in several threads; held for lookups only
 
 
@@ -215,7 +301,11 @@ class _ForgetLanes:
         # Forget them without closing anything, as dispose(close=False); the
         # lock may have been held by a thread this process does not have.
         _lanes_lock = threading.Lock()
+        lanes = [lane for per_loop in _lanes.values() for lane in per_loop.values()]
         _lanes.clear()
+        for lane in lanes:  # their watches end here, not through the parent's loop
+            lane.closed = lane.released = True
+            lane._finish_watch()
 
 
 _forget_lanes = _ForgetLanes()
@@ -246,12 +336,19 @@ def lane_for(engine: sa.Engine) -> Lane:
     with _lanes_lock:
         per_loop = _lanes.get(root)
         if per_loop is None:
-            per_loop = _lanes[root] = weakref.WeakKeyDictionary()
+            per_loop = _lanes[root] = {}
             if not sa.event.contains(root, "engine_disposed", _on_engine_disposed):
                 sa.event.listen(root, "engine_disposed", _on_engine_disposed)
-        lane = per_loop.get(loop)
-        if lane is None or lane.closed:
-            lane = per_loop[loop] = Lane(root, loop)
+        lane = per_loop.get(id(loop))
+        if lane is not None and not lane.closed and lane.loop is loop:
+            return lane
+        # A new lane: those of loops that ended are released (here, on this loop)
+        ended = [other for other in per_loop.values() if other.ended()]
+        for other in ended:
+            other.closed = True
+        lane = per_loop[id(loop)] = Lane(root, loop)
+    for other in ended:
+        other.release()
     return lane
 
 
@@ -275,17 +372,31 @@ def _on_engine_disposed(engine: sa.Engine) -> None:
         running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
     except RuntimeError:  # a sync dispose() outside any loop
         running = None
-    for loop, lane in list(per_loop.items()):
+    for lane in list(per_loop.values()):
         if lane.pid != os.getpid():
             continue  # the parent's (dispose(close=False) in a forked child)
-        if loop is running and in_greenlet():
+        loop = lane.loop
+        if loop is None or loop.is_closed():  # a loop that ended: nothing runs there again
+            lane.release()
+        elif loop is running and in_greenlet():
             await_(lane.aclose())
         elif loop is running:  # dispose() of the sync engine, from a coroutine
-            task = lane.loop.create_task(lane.aclose())
-            _closing.add(task)
-            task.add_done_callback(_closing.discard)
-        else:  # another loop's lane: cancel there; its connections go with that loop
+            _close_on(lane)
+        else:  # another live loop's lane (another thread's): closed there, by a task of it
             lane.closed = True
-            if not loop.is_closed():
-                for pending in list(lane.tasks):
-                    loop.call_soon_threadsafe(pending.cancel)
+            for pending in list(lane.tasks):
+                loop.call_soon_threadsafe(pending.cancel)
+            try:
+                loop.call_soon_threadsafe(_close_on, lane)
+            except RuntimeError:  # closed meanwhile
+                lane.release()
+
+
+def _close_on(lane: Lane) -> None:
+    """Start ``lane.aclose()`` as a task of its loop (on that loop's thread)."""
+    loop = lane.loop
+    if lane.released or loop is None or loop.is_closed():
+        return  # closed meanwhile, by its loop's shutdown
+    task = loop.create_task(lane.aclose())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)

@@ -10,13 +10,14 @@ Design: docs/architecture.md.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import sqlalchemy as sa
 
 from sqlalchemy_seqkeys._aio import pause
 from sqlalchemy_seqkeys._dialect import facts
-from sqlalchemy_seqkeys.errors import SequenceMovedBackwardsError
+from sqlalchemy_seqkeys.errors import SequenceAllocationError, SequenceMovedBackwardsError
 
 from . import _lane
 from ._allocator import Block, Blocks, BlockStore, Waits, range_block, values_block
@@ -245,23 +246,38 @@ class BlockModes(RowAllocations):
         return value
 
     def _new_lane_blocks(self, bind: sa.Engine | sa.Connection, lane: Any) -> Blocks:
-        """The blocks of one lane and tenant: fetched by a task of the lane."""
+        """The blocks of one lane and tenant: fetched by a task of the lane.
+
+        They hold the lane weakly: ``lane_blocks`` is keyed weakly by the lane, and
+        a lane released (its loop ended, the engine disposed) takes its blocks with
+        it; their values left are a gap, never handed out again.
+        """
         engine = bind if isinstance(bind, sa.Engine) else bind.engine
         alloc_engine = allocation_engine(engine, None if bind is engine else bind)  # type: ignore[arg-type]
         row = (tenant_of(alloc_engine), self.table, self.name)
         size, low_watermark = self.batch_size, self.low_watermark
         state = Blocks()
+        lane_ref: weakref.ref[_lane.Lane] = weakref.ref(lane)
+        name = self.name
+
+        def live_lane() -> _lane.Lane:
+            current = lane_ref()
+            if current is None:  # never while a caller holds it (lane_for)
+                raise SequenceAllocationError(_lane.DISPOSED.format(name=name))
+            return current
 
         async def fetch() -> Block:
-            lane_engine = lane.engine_like(alloc_engine)
-            first = await lane.run(row, self.allocate_now, lane_engine, size)
+            current = live_lane()
+            lane_engine = current.engine_like(alloc_engine)
+            first = await current.run(row, self.allocate_now, lane_engine, size)
             return range_block(first, first + size, low_watermark)
 
         def spawn() -> None:
-            state.task = lane.spawn(state.fetch_on_lane(fetch), self.name)
+            state.task = live_lane().spawn(state.fetch_on_lane(fetch), name)
 
         def refill() -> None:  # at the low watermark
-            idle = state.task is None and not lane.closed
+            current = lane_ref()
+            idle = state.task is None and current is not None and not current.closed
             if idle and not state.spares and state.error is None:
                 spawn()
 

@@ -1,0 +1,155 @@
+"""An AsyncEngine shared by many event loops (``asyncio.run`` per job, a loop per test):
+the allocation lane of each loop is released when that loop ends, and at the latest by
+``await engine.dispose()``, so no loop leaves server connections (or aiosqlite threads)
+open for good; keys stay unique throughout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from sqlalchemy_seqkeys import TableSequence, sequences_table
+from sqlalchemy_seqkeys.sequences import _lane
+from tests._helpers import fresh_table
+from tests.conftest import AsyncDatabase
+
+pytestmark = pytest.mark.backend
+
+LOOPS = 8
+LANE_MODES = ["separate", "batch", "async_batch"]
+
+
+@pytest.fixture
+def lane_db(async_database: AsyncDatabase) -> Iterator[AsyncDatabase]:
+    if async_database.label.startswith(("mysql", "postgresql18")):
+        pytest.skip("the lanes are the same on every server: PostgreSQL and SQLite run them")
+    with fresh_table(async_database.sync, sequences_table):
+        yield async_database
+
+
+def _tagged_engine(db: AsyncDatabase, tag: str) -> AsyncEngine:
+    """The database's AsyncEngine, its connections named ``tag`` on PostgreSQL."""
+    if db.label == "postgresql+asyncpg":
+        return db.engine(connect_args={"server_settings": {"application_name": tag}})
+    if db.label == "postgresql+psycopg_async":
+        return db.engine(connect_args={"application_name": tag})
+    return db.engine()
+
+
+def _server_connections(db: AsyncDatabase, tag: str) -> int:
+    with db.sync.connect() as conn:
+        return int(
+            conn.scalar(
+                sa.text(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND application_name = :tag"
+                ),
+                {"tag": tag},
+            )
+        )
+
+
+def _lanes_of(engine: AsyncEngine) -> list[Any]:
+    """The lanes of ``engine`` still alive anywhere in the process (not only registered)."""
+    gc.collect()
+    return [
+        obj
+        for obj in gc.get_objects()
+        if isinstance(obj, _lane.Lane) and obj._root() is engine.sync_engine
+    ]
+
+
+def _aiosqlite_threads() -> int:
+    return sum(1 for t in threading.enumerate() if type(t).__module__.startswith("aiosqlite"))
+
+
+@pytest.mark.parametrize("mode", LANE_MODES)
+def test_loops_sharing_an_engine_leave_no_lane(lane_db: AsyncDatabase, mode: str) -> None:
+    kw: dict[str, Any] = {"batch_size": 5} if mode != "separate" else {}
+    if mode == "async_batch":
+        kw["low_watermark"] = 2
+    seq = TableSequence(f"loops_{mode}", mode=mode, **kw)  # type: ignore[arg-type]
+    seq.create(lane_db.sync)
+    tag = "seqkeys_lanes_" + uuid.uuid4().hex[:8]
+    threads_before = _aiosqlite_threads()
+    engine = _tagged_engine(lane_db, tag)
+    taken: list[int] = []
+
+    async def job() -> None:
+        for _ in range(3):
+            taken.extend(await seq.next_values_async(engine, 4))
+            taken.append(await seq.next_value_async(engine))
+
+    try:
+        for _ in range(LOOPS):
+            asyncio.run(job())
+        # each loop's lane was closed as its loop ended (asyncio.run shuts it down)
+        assert [lane for lane in _lanes_of(engine) if not lane.closed] == []
+        if lane_db.backend == "postgresql":
+            assert _server_connections(lane_db, tag) <= 1  # the engine's own pool at most
+        asyncio.run(engine.dispose())
+        assert _lanes_of(engine) == []
+        if lane_db.backend == "postgresql":
+            assert _server_connections(lane_db, tag) == 0
+        else:
+            assert _aiosqlite_threads() == threads_before
+    finally:
+        asyncio.run(engine.dispose())
+    assert len(taken) == LOOPS * 3 * 5
+    assert len(set(taken)) == len(taken)
+
+
+@pytest.mark.parametrize("mode", LANE_MODES)
+def test_loops_closed_without_shutdown_are_released_by_dispose(
+    lane_db: AsyncDatabase, mode: str
+) -> None:
+    """Loops closed without shutting their async generators down (``loop.close()`` after
+    ``run_until_complete``): ``await engine.dispose()`` releases their lanes, and the
+    next loop's lane releases those of loops that ended before it.
+
+    Not asyncpg: its connections belong to their loop, and once that is closed nothing
+    public closes them (SQLAlchemy logs the failed close, the driver closes the socket
+    when collected, with a ResourceWarning), as for the engine's own pool.
+    """
+    if lane_db.label == "postgresql+asyncpg":
+        pytest.skip("asyncpg cannot close a connection of a closed loop")
+    kw: dict[str, Any] = {"batch_size": 5} if mode != "separate" else {}
+    if mode == "async_batch":
+        kw["low_watermark"] = 2
+    seq = TableSequence(f"closed_{mode}", mode=mode, **kw)  # type: ignore[arg-type]
+    seq.create(lane_db.sync)
+    tag = "seqkeys_lanes_" + uuid.uuid4().hex[:8]
+    threads_before = _aiosqlite_threads()
+    engine = _tagged_engine(lane_db, tag)
+    taken: list[int] = []
+
+    async def job() -> None:
+        taken.extend(await seq.next_values_async(engine, 7))
+
+    try:
+        for _ in range(LOOPS):
+            loop = asyncio.new_event_loop()
+            try:
+                loop.run_until_complete(job())
+            finally:
+                loop.close()
+            del loop
+        assert len([lane for lane in _lanes_of(engine) if not lane.closed]) <= 1
+        asyncio.run(engine.dispose())
+        assert _lanes_of(engine) == []
+        if lane_db.backend == "postgresql":
+            assert _server_connections(lane_db, tag) == 0
+        else:
+            assert _aiosqlite_threads() == threads_before
+    finally:
+        asyncio.run(engine.dispose())
+    assert len(set(taken)) == len(taken) == LOOPS * 7
