@@ -13,7 +13,7 @@ User guide: docs/strategies/bit-reversed.md.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultExecutionContext
@@ -21,6 +21,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateSequence
 from sqlalchemy.sql.compiler import DDLCompiler
 
+from sqlalchemy_seqkeys._aio import pause
 from sqlalchemy_seqkeys._dialect import (
     facts,
     has_sequences,
@@ -30,7 +31,11 @@ from sqlalchemy_seqkeys._dialect import (
 from sqlalchemy_seqkeys._positional import PositionalDefault
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.dialects import BlockStatement
-from sqlalchemy_seqkeys.errors import InvalidBitReversalError, SequenceExhaustedError
+from sqlalchemy_seqkeys.errors import (
+    InvalidBitReversalError,
+    SeqKeysError,
+    SequenceExhaustedError,
+)
 from sqlalchemy_seqkeys.sequences._aio import begin
 from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, values_block
 from sqlalchemy_seqkeys.sequences._contract import (
@@ -40,10 +45,17 @@ from sqlalchemy_seqkeys.sequences._contract import (
     deprecated_factory,
     resolve_alias,
 )
-from sqlalchemy_seqkeys.sequences._retry import sequence_error, statement_errors
+from sqlalchemy_seqkeys.sequences._retry import (
+    error_in_callers_transaction,
+    retrying,
+    sequence_error,
+    sequence_ran_out,
+    statement_errors,
+)
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import (
     DEFAULT_TABLE,
+    allocate,
     check_name,
     statement_map,
     with_schema_map,
@@ -59,6 +71,8 @@ __all__ = [
 
 _BITS = 63
 _LIMIT = 1 << _BITS
+
+T = TypeVar("T")
 
 
 def reverse_bits(n: int) -> int:
@@ -192,17 +206,69 @@ class BitReversed:
         return reverse_bits(int(source(context)))
 
 
-def _next_from_sequence(conn: sa.Connection, sequence: sa.Sequence) -> int:
+def _statement_error(exc: BaseException, name: str, what: str) -> SeqKeysError:
+    """The SeqKeysError for a sequence's statement that failed in the caller's transaction.
+
+    Raise it ``from exc``: :class:`~sqlalchemy_seqkeys.SequenceExhaustedError` where the
+    sequence has no value left; a database error says the transaction is the caller's
+    to roll back (and, aborted, to run again): it is never run again here.
+    """
+    if _runs_again(exc):
+        return error_in_callers_transaction(exc, what)
+    return sequence_error(exc, name, what)
+
+
+def _runs_again(exc: BaseException) -> TypeGuard[sa.exc.DBAPIError]:
+    """A database error that ``retrying`` judges (runs the transaction again or words it);
+    a sequence that ran out is a SequenceExhaustedError wherever it happens."""
+    return isinstance(exc, sa.exc.DBAPIError) and not sequence_ran_out(exc)
+
+
+def _next_from_sequence(conn: sa.Connection, sequence: sa.Sequence, own: bool = False) -> int:
+    """The next value of native ``sequence``; ``own``: in a transaction that
+    :func:`_own_transaction` runs again, where a database error is raised
+    as it is."""
     try:
         value = conn.scalar(keyed_by_schema(sa.select(sequence.next_value()), sequence))
     except statement_errors() as exc:
+        if own and _runs_again(exc):
+            raise
         what = f"taking a value from sequence {sequence.name!r}"
-        raise sequence_error(exc, sequence.name, what) from exc
+        raise _statement_error(exc, sequence.name, what) from exc
     if value is None:  # pragma: no cover - a sequence always answers
         raise InvalidBitReversalError(f"sequence {sequence.name!r} returned no value")
     if natively_bit_reversed(conn.dialect):
         return int(value)
     return reverse_bits(int(value))
+
+
+def _own_transaction(
+    bind: sa.Engine | sa.Connection,
+    what: str,
+    name: str,
+    take: Callable[[sa.Connection, bool], T],
+) -> T:
+    """``take(conn, own)`` in a transaction of its own with an Engine, run again after an abort.
+
+    Spanner aborts a read-write transaction at a statement or at its COMMIT (the
+    dbapi's replay gets other values from the sequence: ``RetryAborted``); a deadlock
+    or a busy SQLite does the same. The values of a transaction that did not commit
+    were never handed out, and a sequence never gives one back (the sequences table
+    takes them back with the rollback): the whole transaction runs again, and what
+    still fails is a SequenceAllocationError with the database error as its cause.
+    A Connection's transaction is the caller's: ``take`` runs once, in it.
+    """
+    if not isinstance(bind, sa.Engine):
+        with begin(bind, what) as conn:
+            return take(conn, False)
+    engine = bind
+
+    def attempt() -> T:
+        with engine.begin() as conn:
+            return take(conn, True)
+
+    doing = f"taking values from sequence {name!r} ({what}(engine), a transaction of its own)"
+    return retrying(attempt, what=doing, sleep=pause)
 
 
 class _NativeBitReversedSequence(sa.Sequence):
@@ -423,22 +489,26 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
             return with_schema_map(conn, translate, lambda: self._value(conn))
         return self._value(conn)
 
-    def _value(self, conn: sa.Connection) -> int:
+    def _value(self, conn: sa.Connection, own: bool = False) -> int:
+        """One value, on ``conn``; ``own``: in :func:`_own_transaction` (database errors raw)."""
         if self.batch_size > 1:
             state = self._blocks.of(conn)
             if state is not None:
-                return self._take(conn, state)
-        return self._skipping(lambda: self._draw_on(conn))
+                return self._take(conn, state, own)
+        return self._skipping(lambda: self._draw_on(conn, own))
 
-    def _draw_on(self, conn: sa.Connection) -> int:
+    def _draw_on(self, conn: sa.Connection, own: bool = False) -> int:
         if self._native(conn.dialect):
             self._check_identifiers(conn.dialect)
-            return _next_from_sequence(conn, self.sequence)
-        return reverse_bits(self.counter.next_value(conn))
+            return _next_from_sequence(conn, self.sequence, own)
+        counter = self.counter
+        if own and self.batch_size == 1:  # its in_transaction row, raw errors: run again
+            return reverse_bits(allocate(conn, counter.name, table=counter.table))
+        return reverse_bits(counter.next_value(conn))
 
     # -- blocks of a native sequence ----------------------------------------------
 
-    def _take(self, conn: sa.Connection, state: _Block) -> int:
+    def _take(self, conn: sa.Connection, state: _Block, own: bool = False) -> int:
         """One value from this process's block for ``conn``'s database; fetch one if empty.
 
         The fetch runs on ``conn``, the INSERT's own connection, with no lock
@@ -453,7 +523,7 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
 
         def fetch() -> Block | None:
             nonlocal skipped
-            fetched, values = self._fetch(conn, state)
+            fetched, values = self._fetch(conn, state, own)
             if values:
                 return values_block(values)
             skipped += fetched  # every counter of the block fell in the skip range
@@ -463,14 +533,19 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
 
         return state.take_or_fetch(fetch)
 
-    def _fetch(self, conn: sa.Connection, state: _Block) -> tuple[int, list[int]]:
-        """Fetch a block on ``conn``: (counters consumed, values to hand out, in counter order)."""
+    def _fetch(self, conn: sa.Connection, state: _Block, own: bool) -> tuple[int, list[int]]:
+        """Fetch a block on ``conn``: (counters consumed, values to hand out, in counter order).
+
+        ``own``: in :func:`_own_transaction`, which runs again after a database error (raw).
+        """
         self._check_identifiers(conn.dialect)
         try:
             raw = self._fetch_raw(conn, state)
         except statement_errors() as exc:
+            if own and _runs_again(exc):
+                raise
             what = f"taking a block of {self.batch_size} from sequence {self.name!r}"
-            raise sequence_error(exc, self.name, what) from exc
+            raise _statement_error(exc, self.name, what) from exc
         if natively_bit_reversed(conn.dialect):
             counters = sorted(reverse_bits(int(v)) for v in raw)  # its own inverse
         else:
@@ -517,14 +592,17 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
     def next_value(self, bind: sa.Engine | sa.Connection) -> int:
         """Take one value outside the ORM; with an Engine, in a transaction of its own.
 
-        :param bind: an Engine or a Connection (joins its transaction).
+        That transaction runs again after an abort (Spanner's, a deadlock): its values
+        were never handed out. What still fails raises
+        :class:`~sqlalchemy_seqkeys.SequenceAllocationError`, the database error its cause.
+
+        :param bind: an Engine or a Connection (joins its transaction, never run again here).
 
         Example::
 
             order_id.next_value(engine)    # e.g. 855683929200394240
         """
-        with begin(bind, "next_value") as conn:
-            return self._value(conn)
+        return _own_transaction(bind, "next_value", self.name, self._value)
 
     def next_values(self, bind: sa.Engine | sa.Connection, n: int) -> list[int]:
         """Take ``n`` distinct values outside the ORM, in ascending order of their counters.
@@ -535,7 +613,8 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
         out after the other: one call's counters are sorted, but a call may
         return counters below those of an earlier call.
 
-        :param bind: an Engine (a transaction of its own) or a Connection.
+        :param bind: an Engine (a transaction of its own, run again after an abort, as
+            for :meth:`next_value`) or a Connection (joins its transaction).
         :param n: how many, 0 to 2**20.
 
         Example::
@@ -543,8 +622,12 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
             order_id.next_values(engine, 3)
         """
         check_int(n, "n", InvalidBitReversalError, min=0, max=MAX_BIT_REVERSED_BATCH)
-        with begin(bind, "next_values") as conn:
-            values = [self._value(conn) for _ in range(n)]
+        values = _own_transaction(
+            bind,
+            "next_values",
+            self.name,
+            lambda conn, own: [self._value(conn, own) for _ in range(n)],
+        )
         if self.batch_size > 1:  # in order already but where a late, lower block came between
             values.sort(key=_reversed)  # by counter: reversal is its own inverse
         return values
