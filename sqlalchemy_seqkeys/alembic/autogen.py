@@ -4,7 +4,8 @@ With the plugin in ``autogenerate_plugins``, :func:`compare_seqkeys` proposes th
 sequences, worker-lease tables, table-sequence rows and bit-reversed sequences (their own
 operations) and the upgrades of older tables; it never proposes dropping a sequences table
 the declared sequences use, nor a worker-lease table, and follows a new sequence on a table
-with rows by its resync.
+with rows by its resync. A shard column added to a table is added nullable, filled
+(``op.fill_shard_column``) and then made ``NOT NULL``, except on Spanner, which computes it.
 :func:`render_item` renders shard columns and ``server_uuid7()``/``server_uuid()`` defaults
 as themselves, and those match what the server reports.
 
@@ -24,13 +25,14 @@ from alembic.operations import ops
 from alembic.util import PriorityDispatchResult
 
 from sqlalchemy_seqkeys._compat import declared_callable
-from sqlalchemy_seqkeys._dialect import has_sequences, incrementing_sequences
+from sqlalchemy_seqkeys._dialect import facts, has_sequences, incrementing_sequences
 from sqlalchemy_seqkeys.alembic.ops import (
     CreateBitReversedSequenceOp,
     CreateSequencesTableOp,
     CreateTableSequenceOp,
     CreateWorkerLeaseTableOp,
     DropSequencesTableOp,
+    FillShardColumnOp,
     MakeSequenceNamesCaseSensitiveOp,
     ResyncTableSequenceOp,
     SeqKeysOp,
@@ -337,6 +339,71 @@ def _drop_generic_add_column(upgrade_ops: ops.UpgradeOps, table: str, column: st
     upgrade_ops.ops[:] = kept
 
 
+def _is_shard_add(op: ops.MigrateOperation) -> bool:
+    return isinstance(op, ops.AddColumnOp) and isinstance(op.column.computed, ShardComputed)
+
+
+def fill_added_shard_columns(upgrade_ops: ops.UpgradeOps, dialect: sa.Dialect | None) -> None:
+    """Write a shard column added to a table as: add it nullable, fill it, make it NOT NULL.
+
+    Elsewhere than on Spanner the library fills the column on INSERT, so the rows the
+    table holds have no shard id: a ``NOT NULL`` column without one is refused
+    (PostgreSQL, SQLite) or gets 0 in every row (MySQL, MariaDB), which is not its
+    shard id. Each such ``add_column`` leaves its table's block (the operations before
+    and after it stay in their order) for ``op.add_column`` of the column made nullable,
+    outside a batch block (SQLite's batch would copy the table into one that the INSERT
+    filling refuses), then :class:`~.ops.FillShardColumnOp`, which
+    :func:`render_op` follows by the ``alter_column`` to ``NOT NULL`` in a batch block
+    (SQLite alters a column only there).
+
+    :param upgrade_ops: the operations found so far; rewritten in place.
+    :param dialect: the database's dialect; on Spanner nothing changes.
+    """
+    if dialect is None or facts(dialect).generates_shard_columns:
+        return
+    rewritten: list[ops.MigrateOperation] = []
+    for op in upgrade_ops.ops:
+        if not isinstance(op, ops.ModifyTableOps) or not any(map(_is_shard_add, op.ops)):
+            rewritten.append(op)
+            continue
+        pending: list[ops.MigrateOperation] = []
+        for sub in op.ops:
+            if not _is_shard_add(sub):
+                pending.append(sub)
+                continue
+            if pending:
+                rewritten.append(ops.ModifyTableOps(op.table_name, pending, schema=op.schema))
+                pending = []
+            assert isinstance(sub, ops.AddColumnOp)
+            rewritten.extend(_added_and_filled(sub))
+        if pending:
+            rewritten.append(ops.ModifyTableOps(op.table_name, pending, schema=op.schema))
+    upgrade_ops.ops[:] = rewritten
+
+
+def _added_and_filled(add: ops.AddColumnOp) -> list[ops.MigrateOperation]:
+    """The shard column's ``add_column``, nullable, and its fill."""
+    column = add.column
+    computed = column.computed
+    assert isinstance(computed, ShardComputed)
+    shard = computed.shard
+    # a copy in a copy of its table: the model's column stays as it is, and the
+    # column still finds the names of the columns it hashes (render_item)
+    table = column.table.to_metadata(sa.MetaData())
+    nullable = table.c[column.key]
+    nullable.nullable = True
+    fill = FillShardColumnOp(
+        add.table_name,
+        column.name,
+        hashed_column_names(column, shard),
+        shard.shards,
+        shard.non_negative,
+        add.schema,
+    )
+    fill.then_not_null, fill.comment = not column.nullable, column.comment
+    return [ops.AddColumnOp(add.table_name, nullable, schema=add.schema), fill]
+
+
 def compare_seqkeys(
     autogen_context: AutogenContext, upgrade_ops: ops.UpgradeOps, schemas: set[str | None]
 ) -> PriorityDispatchResult:
@@ -351,6 +418,7 @@ def compare_seqkeys(
     metadatas = metadatas_of(autogen_context)
     # in every schema compared: a lease table is never dropped (each run's models may lack it)
     keep_lease_tables(upgrade_ops, lease_tables_used(metadatas))
+    fill_added_shard_columns(upgrade_ops, autogen_context.dialect)
     conn = autogen_context.connection
     if not metadatas or conn is None or None not in schemas:
         return PriorityDispatchResult.CONTINUE
@@ -519,9 +587,22 @@ def render_op(autogen_context: AutogenContext, op: SeqKeysOp) -> str | list[str]
     :param op: the operation to render.
     """
     autogen_context.imports.add(IMPORT)
-    if not op.followed_by:
-        return op.render()
-    return [op.render(), *(then.render() for then in op.followed_by)]
+    lines = [op.render(), *(then.render() for then in op.followed_by)]
+    if isinstance(op, FillShardColumnOp) and op.then_not_null:
+        lines += _not_null_lines(autogen_context, op)
+    return lines[0] if len(lines) == 1 else lines
+
+
+def _not_null_lines(autogen_context: AutogenContext, op: FillShardColumnOp) -> list[str]:
+    """The filled shard column made ``NOT NULL``, in a batch block (SQLite needs one)."""
+    prefix = autogen_context.opts.get("sqlalchemy_module_prefix", "sa.") or ""
+    comment = "" if op.comment is None else f", existing_comment={op.comment!r}"
+    return [
+        f"with op.batch_alter_table({op.table_name!r}, schema={op.schema!r}) as batch_op:",
+        f"batch_op.alter_column({op.column_name!r}, existing_type={prefix}BigInteger(), "
+        f"nullable=False{comment})",
+        "",
+    ]
 
 
 def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | bool:

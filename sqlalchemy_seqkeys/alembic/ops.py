@@ -1,4 +1,5 @@
-"""Alembic operations on ``op``: the sequences table and its rows, bit-reversed sequences, leases.
+"""Alembic operations on ``op``: the sequences table and its rows, bit-reversed sequences, leases,
+the shard ids of the rows a table held before its shard column.
 
 Every operation is one small dataclass whose fields are the arguments of ``op.<name>(...)``,
 in order; :class:`SeqKeysOp` derives from them the reverse, ``alembic check``'s diff tuple
@@ -13,12 +14,13 @@ User guide: docs/alembic.md.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from alembic.operations import MigrateOperation, Operations
+from alembic.operations import ops as alembic_ops
 from sqlalchemy.schema import CreateSequence, DropSequence
 
 from sqlalchemy_seqkeys._dialect import (
@@ -30,9 +32,14 @@ from sqlalchemy_seqkeys._dialect import (
     has_sequences,
 )
 from sqlalchemy_seqkeys._dialect import native_sequences as native_sequences
-from sqlalchemy_seqkeys._validate import check_name
+from sqlalchemy_seqkeys._validate import check_int, check_name, shown
 from sqlalchemy_seqkeys.bitreverse import BitReversedSequence, SkipRange
-from sqlalchemy_seqkeys.errors import InvalidSequenceError, MigrationError
+from sqlalchemy_seqkeys.errors import (
+    InvalidSequenceError,
+    InvalidShardError,
+    MigrationError,
+    NaiveDatetimeError,
+)
 from sqlalchemy_seqkeys.sequences.resync import (
     check_integer_key,
     check_source_names,
@@ -54,6 +61,7 @@ from sqlalchemy_seqkeys.sequences.table import (
 from sqlalchemy_seqkeys.sequences.table import (
     check_name as check_sequence_name,
 )
+from sqlalchemy_seqkeys.shard import ShardId
 from sqlalchemy_seqkeys.workers import DEFAULT_TABLE as DEFAULT_WORKERS_TABLE
 from sqlalchemy_seqkeys.workers import MARK_COLUMN, workers_table
 
@@ -67,6 +75,7 @@ __all__ = [
     "DropSequencesTableOp",
     "DropTableSequenceOp",
     "DropWorkerLeaseTableOp",
+    "FillShardColumnOp",
     "MakeSequenceNamesCaseInsensitiveOp",
     "MakeSequenceNamesCaseSensitiveOp",
     "ResyncTableSequenceOp",
@@ -887,3 +896,252 @@ def _downgrade_workers(operations: Operations, operation: DowngradeWorkerLeaseTa
     if _has_mark(operations, operation.table) is False:
         return  # nothing to drop
     operations.drop_column(operation.table, MARK_COLUMN)
+
+
+# -- the shard ids of the rows a table held before its shard column ---------------------
+
+
+#: rows read and updated at a time by ``op.fill_shard_column``
+FILL_BATCH_SIZE = 1000
+
+
+@dataclass(eq=False)
+class FillShardColumnOp(SeqKeysOp, op_name="fill_shard_column"):
+    """Give each row of a table the shard id an INSERT would have given it.
+
+    Elsewhere than on Spanner the library fills a
+    :func:`~sqlalchemy_seqkeys.spanner_shard_column` on INSERT, so the rows a
+    table holds when the column is added have none: this computes each one's,
+    as :class:`~sqlalchemy_seqkeys.ShardId` does, from the values the row
+    stores, and updates the rows whose value differs (``batch_size`` rows at a
+    time, by primary key). Autogenerate writes it between the column's
+    ``op.add_column`` (nullable) and the ``alter_column`` that makes it
+    ``NOT NULL``. On Spanner it does nothing: the server computes its
+    generated column. It reads the rows, so ``--sql`` (offline) refuses it
+    elsewhere, with ``MigrationError``; so does a missing table or column, a
+    table without a primary key, and a row whose values the hash cannot take
+    (``NULL``, a time stored without its zone), named in the message. On
+    MySQL and MariaDB a ``TINYINT(1)`` column, what ``sa.Boolean`` creates
+    there, is hashed as a boolean. Its reverse does nothing: the downgrade
+    drops the column.
+
+    Example::
+
+        op.add_column("logs", spanner_shard_column("shard", "user_id", shards=16, nullable=True))
+        op.fill_shard_column("logs", "shard", ["user_id"], shards=16)
+        with op.batch_alter_table("logs") as batch_op:
+            batch_op.alter_column("shard", existing_type=sa.BigInteger(), nullable=False)
+    """
+
+    table_name: str
+    column_name: str
+    columns: Sequence[str]
+    shards: int
+    non_negative: bool = False
+    schema: str | None = None
+    batch_size: int = FILL_BATCH_SIZE
+    shard: ShardId = field(init=False, repr=False)
+    #: autogenerate writes the ``alter_column`` to ``NOT NULL`` after it; not an argument
+    then_not_null: bool = field(default=False, init=False, repr=False)
+    #: the column's comment, which that ``alter_column`` keeps (MySQL's would drop it)
+    comment: str | None = field(default=None, init=False, repr=False)
+
+    positional = 3
+    keyword_only = ("shards", "non_negative", "schema", "batch_size")
+
+    @classmethod
+    def run(
+        cls,
+        operations: Operations,
+        table_name: str,
+        column_name: str,
+        columns: Sequence[str],
+        *,
+        shards: int,
+        non_negative: bool = False,
+        schema: str | None = None,
+        batch_size: int = FILL_BATCH_SIZE,
+    ) -> None:
+        """``op.fill_shard_column(table_name, column_name, columns, shards=N, ...)``.
+
+        :param table_name: the table whose rows get their shard ids.
+        :param column_name: its shard column, added already (nullable, or holding wrong ids).
+        :param columns: the names of the columns the shard column hashes, in order, as
+            ``spanner_shard_column`` takes them: ``["user_id"]``.
+        :param shards: the number of shards ``N``, as the column declares it.
+        :param non_negative: as the column declares it.
+        :param schema: the table's schema; None: the default one.
+        :param batch_size: how many rows are read and updated at a time.
+        """
+        operations.invoke(
+            cls(table_name, column_name, columns, shards, non_negative, schema, batch_size)
+        )
+
+    def __post_init__(self) -> None:
+        self.table_name = _check_table(self.table_name, "table to fill", "table_name")
+        self.column_name = check_name(self.column_name, "column_name", MigrationError)
+        if not isinstance(self.columns, (list, tuple)):
+            raise MigrationError(
+                f"columns must be a list of column names, not {shown(self.columns)} "
+                f"({type(self.columns).__name__}); write [{shown(self.columns)}] for one"
+            )
+        try:
+            self.shard = ShardId(*self.columns, shards=self.shards, non_negative=self.non_negative)
+        except InvalidShardError as exc:
+            raise MigrationError(str(exc)) from None
+        self.columns = list(self.shard.columns)
+        self.schema = check_name(self.schema, "schema", MigrationError, nullable=True)
+        self.batch_size = check_int(
+            self.batch_size, "batch_size", MigrationError, min=1, max=1_000_000
+        )
+
+    def reverse(self) -> MigrateOperation:
+        """Nothing: the downgrade drops the column (an empty block, rendered as nothing)."""
+        return alembic_ops.ModifyTableOps(self.table_name, [], schema=self.schema)
+
+
+@implements(FillShardColumnOp)
+def _fill_shard_column(operations: Operations, operation: FillShardColumnOp) -> None:
+    dialect = operations.get_context().dialect
+    if facts(dialect).generates_shard_columns:
+        return  # a generated column: the server computed every row's
+    _check_table_name(operations, operation.table_name, "table")
+    conn = migration_connection(operations)
+    if conn is None:
+        raise MigrationError(
+            f"op.fill_shard_column({operation.table_name!r}, {operation.column_name!r}, ...) "
+            "computes each row's shard id in Python, and so reads the rows, which "
+            "`alembic upgrade --sql` cannot: run this migration online (alembic upgrade "
+            "without --sql). Where the table is known to be empty, take the line out"
+        )
+    _ShardFill(conn, operation).run()
+
+
+class _ShardFill:
+    """One ``op.fill_shard_column`` on a live connection: the checks, then the batches."""
+
+    def __init__(self, conn: sa.Connection, operation: FillShardColumnOp) -> None:
+        self.conn = conn
+        self.op = operation
+        name, schema = operation.table_name, operation.schema
+        self.where = f"{schema}.{name}" if schema else name
+        if not _has_table(conn, name, schema):
+            raise MigrationError(
+                f"there is no table {self.where!r} whose shard column "
+                f"{operation.column_name!r} to fill"
+            )
+        self.table = sa.Table(name, sa.MetaData(), autoload_with=conn, schema=schema)
+        self.column = self._column()
+        self.hashed = [self._hashed(c) for c in operation.columns]
+        self.key = list(self.table.primary_key.columns)
+        if not self.key:
+            raise MigrationError(
+                f"table {self.where!r} has no primary key, by which op.fill_shard_column "
+                "updates each row; give it one first, or fill the column in a migration of "
+                "your own (docs/strategies/shard-ids.md)"
+            )
+        if self.column in self.key:
+            raise MigrationError(
+                f"shard column {operation.column_name!r} is in the primary key of table "
+                f"{self.where!r}, which op.fill_shard_column reads the rows by; create a new "
+                "table with the shard column and copy the rows into it instead"
+            )
+        self.booleans = [_is_mysql_bool(c.type, conn.dialect) for c in self.hashed]
+
+    def _column(self) -> sa.Column[Any]:
+        name = self.op.column_name
+        if name not in self.table.c:
+            raise MigrationError(
+                f"table {self.where!r} has no column {name!r} to fill; add it first with "
+                f"op.add_column({self.op.table_name!r}, spanner_shard_column({name!r}, ..., "
+                "nullable=True))"
+            )
+        if name in self.op.columns:
+            raise MigrationError(
+                f"shard column {name!r} is one of the columns it hashes; name the columns "
+                "its spanner_shard_column hashes"
+            )
+        column: sa.Column[Any] = self.table.c[name]
+        return column
+
+    def _hashed(self, name: str) -> sa.Column[Any]:
+        if name not in self.table.c:
+            raise MigrationError(
+                f"table {self.where!r} has no column {name!r} to hash; its columns: "
+                f"{', '.join(c.name for c in self.table.c)}"
+            )
+        column: sa.Column[Any] = self.table.c[name]
+        return column
+
+    def run(self) -> None:
+        """Read the rows ``batch_size`` at a time, in key order; update those that differ."""
+        size = self.op.batch_size
+        first = sa.select(*self.key, *self.hashed, self.column).order_by(*self.key).limit(size)
+        update = (
+            sa.update(self.table)
+            .where(*(c == sa.bindparam(f"seqkeys_fill_key_{i}") for i, c in enumerate(self.key)))
+            .values({self.column: sa.bindparam("seqkeys_fill_value")})
+        )
+        query = first
+        while True:
+            rows = self.conn.execute(query).all()
+            changed = []
+            for row in rows:
+                key = tuple(row[: len(self.key)])
+                value = self._shard_of(key, row[len(self.key) : -1])
+                if row[-1] != value:
+                    parameters = {f"seqkeys_fill_key_{i}": k for i, k in enumerate(key)}
+                    changed.append({**parameters, "seqkeys_fill_value": value})
+            if changed:
+                self.conn.execute(update, changed)
+            if len(rows) < size:
+                return
+            query = first.where(self._after(tuple(rows[-1][: len(self.key)])))
+
+    def _after(self, key: tuple[Any, ...]) -> sa.ColumnElement[bool]:
+        values = [sa.literal(v, c.type) for v, c in zip(key, self.key, strict=True)]
+        if len(self.key) == 1:
+            return self.key[0] > values[0]
+        return sa.tuple_(*self.key) > sa.tuple_(*values)
+
+    def _shard_of(self, key: tuple[Any, ...], stored: Sequence[Any]) -> int:
+        """The shard id of a row's stored values, as :class:`ShardId` gives it on INSERT."""
+        values = list(stored)
+        try:
+            for i, boolean in enumerate(self.booleans):
+                if boolean:
+                    values[i] = _stored_bool(values[i], self.hashed[i].name)
+            return self.op.shard.of(*values)
+        except NaiveDatetimeError:
+            raise MigrationError(
+                f"cannot fill shard column {self.op.column_name!r} of row {key!r} of table "
+                f"{self.where!r}: a hashed column holds a time with no time zone, and the "
+                "instant an INSERT hashes is not what it kept; compute these shard ids with "
+                "ShardId.of in a migration of your own, giving each time its zone "
+                "(docs/strategies/shard-ids.md)"
+            ) from None
+        except InvalidShardError as exc:
+            raise MigrationError(
+                f"cannot fill shard column {self.op.column_name!r} of row {key!r} of table "
+                f"{self.where!r}: {exc}. Fix the row and run the migration again"
+            ) from None
+
+
+def _is_mysql_bool(type_: Any, dialect: sa.Dialect) -> bool:
+    """A MySQL/MariaDB ``TINYINT(1)``: what ``sa.Boolean`` creates there (``BOOL``)."""
+    return (
+        dialect.name in ("mysql", "mariadb")
+        and type(type_).__name__ == "TINYINT"
+        and getattr(type_, "display_width", None) == 1
+    )
+
+
+def _stored_bool(value: object, column: str) -> object:
+    if value is None or isinstance(value, bool):
+        return value
+    if value in (0, 1):
+        return bool(value)
+    raise InvalidShardError(
+        f"column {column!r}, a TINYINT(1) (what sa.Boolean creates), holds {shown(value)}, "
+        "which a Boolean never stores"
+    )
