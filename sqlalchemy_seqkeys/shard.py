@@ -570,22 +570,38 @@ def _shard_columns(table: sa.Table) -> list[_ShardColumn]:
     return found
 
 
+def _row_shard(row: Mapping[str, Any], shard_column: _ShardColumn) -> int:
+    """The shard id ``row`` hashes to; one given by hand must be it (InvalidShardError)."""
+    key, shard, texts = shard_column
+    value = shard._of_row(
+        row,
+        f"shard column {key!r}",
+        "give it one (a column default is computed too late to hash)",
+        texts,
+    )
+    given = row.get(key)
+    if given is not None and given != value:
+        raise InvalidShardError(
+            f"shard column {key!r} was given {given!r}, but the row hashes to {value}; "
+            "leave it out and it is filled in (on Spanner the server computes it)"
+        )
+    return value
+
+
 def _filled(row: Mapping[str, Any], shards: list[_ShardColumn]) -> dict[str, Any]:
     out = dict(row)
-    for key, shard, texts in shards:
-        value = shard._of_row(
-            out,
-            f"shard column {key!r}",
-            "give it one (a column default is computed too late to hash)",
-            texts,
-        )
-        given = out.get(key)
-        if given is not None and given != value:
-            raise InvalidShardError(
-                f"shard column {key!r} was given {given!r}, but the row hashes to {value}; "
-                "leave it out and it is filled in (on Spanner the server computes it)"
-            )
-        out[key] = value
+    for shard_column in shards:
+        out[shard_column[0]] = _row_shard(out, shard_column)
+    return out
+
+
+def _left_out(row: Mapping[str, Any], shards: list[_ShardColumn]) -> dict[str, Any]:
+    """``row`` without the shard ids given by hand, each checked: the server computes them."""
+    out = dict(row)
+    for shard_column in shards:
+        if shard_column[0] in out:
+            _row_shard(out, shard_column)
+            del out[shard_column[0]]
     return out
 
 
@@ -609,12 +625,19 @@ def _shard_listener(*, implicit: bool) -> Callable[..., _Execution]:
         if not isinstance(statement, sa.Insert) or not isinstance(statement.table, sa.Table):
             return statement, multiparams, params
         shards = _shard_columns(statement.table)
-        if not shards or facts(conn.dialect).generates_shard_columns:
+        if not shards:
             return statement, multiparams, params
         engine = proxied_engine(conn.engine) if implicit else None
         if engine is not None and engine in _opted_in:
             return statement, multiparams, params  # the engine's own listener fills the row
         filled: _Execution
+        if facts(conn.dialect).generates_shard_columns:  # Spanner: the server computes them
+            left_out = _given_left_out(conn, statement, multiparams, params, shards)
+            if left_out is None:  # no shard id given: as it came
+                return statement, multiparams, params
+            if engine is not None and engine not in _warned:
+                _warn_not_opted_in(engine, statement, "checked (and left out, for the server)")
+            return left_out
         if multiparams:
             filled = statement, [_filled(row, shards) for row in multiparams], params
         elif params:
@@ -632,14 +655,76 @@ _fill_shard_ids = _shard_listener(implicit=False)
 _fill_shard_ids_implicitly = _shard_listener(implicit=True)
 
 
-def _warn_not_opted_in(engine: sa.Engine, statement: sa.Insert) -> None:
-    """The deprecated hook filled a row of an engine that did not opt in: warn, once."""
+def _given_left_out(
+    conn: sa.Connection,
+    statement: sa.Insert,
+    multiparams: Sequence[Mapping[str, Any]],
+    params: Mapping[str, Any],
+    shards: list[_ShardColumn],
+) -> _Execution | None:
+    """An INSERT on an engine that generates the shard columns, with each shard id given by
+    hand checked (a wrong one raises InvalidShardError) and left out: the server refuses
+    any value for its generated column, and computes the same. None: none was given.
+    """
+    keys = [key for key, _, _ in shards]
+    if multiparams:
+        if not any(key in row for row in multiparams for key in keys):
+            return None
+        return statement, [_left_out(row, shards) for row in multiparams], params
+    if params:
+        if not any(key in params for key in keys):
+            return None
+        return statement, multiparams, _left_out(params, shards)
+    values = insert_values(statement)
+    if not values or not any(_value_key(key) in keys for key in values):
+        return None
+    return _statement_left_out(conn, statement, values, shards), multiparams, params
+
+
+def _value_key(key: Any) -> str:
+    """The column key of a key of ``insert(t).values(...)``: a name or a column."""
+    return key if isinstance(key, str) else getattr(key, "key", str(key))
+
+
+def _statement_left_out(
+    conn: sa.Connection,
+    statement: sa.Insert,
+    values: Mapping[Any, Any],
+    shards: list[_ShardColumn],
+) -> sa.Insert:
+    """``insert(t).values(...)`` whose shard ids given by hand are right, without them.
+
+    The statement is built again from its table, values and execution options; one with
+    more (RETURNING, a prefix, a hint), which that would lose, is refused instead.
+    """
+    _left_out(_bound_row(values), shards)  # each given one checked
+    keys = {key for key, _, _ in shards}
+    rebuilt = sa.insert(statement.table).values(dict(values))
+    if str(rebuilt.compile(dialect=conn.dialect)) != str(statement.compile(dialect=conn.dialect)):
+        raise InvalidShardError(
+            f"this INSERT into {statement.table} gives shard column(s) "
+            f"{', '.join(sorted(keys & {_value_key(k) for k in values}))} a value, which "
+            f"{conn.dialect.name} computes itself and refuses to be given; the value is right, "
+            "but the INSERT has more than its values to keep: leave the shard column out "
+            "(the server computes it), or pass the rows as parameters "
+            "(conn.execute(insert(table), rows)), where it is left out for you"
+        )
+    kept = {key: value for key, value in values.items() if _value_key(key) not in keys}
+    return (
+        sa.insert(statement.table)
+        .values(kept)
+        .execution_options(**statement.get_execution_options())
+    )
+
+
+def _warn_not_opted_in(engine: sa.Engine, statement: sa.Insert, done: str = "filled") -> None:
+    """The deprecated hook filled (``done``) a row of an engine that did not opt in: warn, once."""
     with _hook_lock:
         if engine in _warned:
             return
         _warned.add(engine)
     warnings.warn(
-        f"sqlalchemy-seqkeys filled the shard column(s) of an INSERT into {statement.table} "
+        f"sqlalchemy-seqkeys {done} the shard column(s) of an INSERT into {statement.table} "
         f"on {engine!r}, which did not opt in, through the hook on every Engine of the "
         "process; that hook is deprecated since 0.3 and goes away in 0.4. Call "
         "sqlalchemy_seqkeys.fill_shard_columns(engine) once after creating the engine, or "
@@ -660,16 +745,21 @@ def _filled_statement(statement: sa.Insert, shards: list[_ShardColumn]) -> sa.In
             f"cannot fill the shard columns of this INSERT into {statement.table}: pass the rows "
             "as parameters (conn.execute(insert(table), rows)) or use .values(col=value, ...)"
         )
+    filled = _filled(_bound_row(values), shards)
+    return statement.values({key: filled[key] for key, _, _ in shards})
+
+
+def _bound_row(values: Mapping[Any, Any]) -> dict[str, Any]:
+    """The row ``insert(t).values(...)`` was given, by column key; an SQL expression is refused."""
     row: dict[str, Any] = {}
     for key, value in values.items():
-        name = key if isinstance(key, str) else getattr(key, "key", str(key))
+        name = _value_key(key)
         if not isinstance(value, sa.BindParameter):
             raise InvalidShardError(
                 f"cannot hash column {name!r}: its value is an SQL expression, not a value"
             )
         row[name] = value.value
-    filled = _filled(row, shards)
-    return statement.values({key: filled[key] for key, _, _ in shards})
+    return row
 
 
 def _install_hook() -> None:
@@ -693,8 +783,10 @@ def fill_shard_columns(engine: sa.Engine | AsyncEngine) -> None:
     It installs a ``before_execute`` listener on this engine alone (an
     ``AsyncEngine``'s ``sync_engine``; for an ``engine.execution_options(...)``
     copy, the engine it copies). Calling it again for the same engine does
-    nothing. On Spanner the listener leaves the rows alone: the server computes
-    its generated column. Without it the rows are still filled, for one more
+    nothing. On Spanner the server computes its generated column and refuses any
+    value for it: the listener leaves the rows alone, except that a shard id given
+    by hand is checked (a wrong one raises :class:`InvalidShardError`, as elsewhere)
+    and left out of the INSERT. Without it the rows are still filled, for one more
     minor version, by a deprecated hook on every engine of the process, which
     warns once per engine that did not opt in.
 
@@ -769,7 +861,8 @@ def spanner_shard_column(
     the ORM, from ``conn.execute(insert(table), rows)`` and from
     ``insert(table).values(...)``. The hashed columns' values must be in the
     INSERT itself (a column default is computed too late to hash), and a shard
-    id given by hand must be the right one.
+    id given by hand must be the right one (:class:`InvalidShardError`); on
+    Spanner it is then left out of the INSERT, and the server computes it.
 
     An engine that did not opt in is still filled, for one more minor version,
     by a hook on every engine of the process that this function installs; it
