@@ -952,6 +952,22 @@ TARGETS: list[Target] = [
         )
     ],
     Target(
+        "op.fill_shard_column",
+        _op(
+            "fill_shard_column", "spanner+spanner"
+        ),  # offline elsewhere it is refused: it reads rows
+        lambda: {"table_name": "logs", "column_name": "shard", "columns": ["a"], "shards": 4},
+        {
+            "table_name": IDENT,
+            "column_name": IDENT,
+            "columns": st.one_of(st.just([]), st.just("a"), IDENT.map(lambda n: [n])),
+            "shards": integer(1, BIG),
+            "non_negative": flag(),
+            "schema": SCHEMA,
+            "batch_size": integer(1, 1_000_000),
+        },
+    ),
+    Target(
         "op.resync_table_sequence",
         _op("resync_table_sequence"),
         lambda: {"name": "s", "table_name": "data", "column": "id"},
