@@ -4,10 +4,9 @@ A column default under ``AsyncEngine`` runs in SQLAlchemy's greenlet while its f
 holds a connection of the pool, so ``separate``, ``batch`` and ``async_batch`` take
 their short transactions on a :class:`Lane`: a twin of the engine's pool
 (:func:`twin_engine`), one round trip per sequence row at a time, each a task the
-greenlet waits for with :func:`wait`. Closed by ``await engine.dispose()``, and
-when its loop shuts down (``asyncio.run`` ending: ``loop.shutdown_asyncgens()``); a
-lane whose loop ended otherwise (closed or collected) is released, its twin pool
-disposed, by the next lane of its engine or by ``engine.dispose()``.
+greenlet waits for with :func:`wait`. Closed by ``await engine.dispose()`` and by
+its loop's shutdown; one whose loop ended otherwise is released by the engine's next
+lane or its dispose().
 
 Design: docs/architecture.md; user guide: docs/asyncio.md.
 """
@@ -296,6 +295,9 @@ _lanes_lock = threading.Lock()  # loops may run in several threads; held for loo
 class _ForgetLanes:
     """In a forked child: the lanes, their connections and their tasks are the parent's."""
 
+    def __init__(self) -> None:
+        self.parents: list[Lane] = []
+
     def _after_fork_in_child(self) -> None:
         global _lanes_lock
         # Forget them without closing anything, as dispose(close=False); the
@@ -306,6 +308,9 @@ class _ForgetLanes:
         for lane in lanes:  # their watches end here, not through the parent's loop
             lane.closed = lane.released = True
             lane._finish_watch()
+        # Kept, never collected: collecting the parent's connections here would have
+        # their drivers warn, or close what the parent still uses.
+        self.parents.extend(lanes)
 
 
 _forget_lanes = _ForgetLanes()

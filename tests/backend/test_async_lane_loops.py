@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -153,3 +154,43 @@ def test_loops_closed_without_shutdown_are_released_by_dispose(
     finally:
         asyncio.run(engine.dispose())
     assert len(set(taken)) == len(taken) == LOOPS * 7
+
+
+def test_dispose_closes_the_lane_of_a_loop_running_in_another_thread(
+    lane_db: AsyncDatabase,
+) -> None:
+    """``await engine.dispose()`` on one loop closes the lane of a loop that runs on in
+    another thread: on that loop, by a task of it; that loop's next value opens a new one."""
+    seq = TableSequence("other_thread", mode="batch", batch_size=5)
+    seq.create(lane_db.sync)
+    tag = "seqkeys_lanes_" + uuid.uuid4().hex[:8]
+    engine = _tagged_engine(lane_db, tag)
+    other = asyncio.new_event_loop()
+    thread = threading.Thread(target=other.run_forever, daemon=True)
+    thread.start()
+
+    def on_other(n: int) -> list[int]:
+        future = asyncio.run_coroutine_threadsafe(seq.next_values_async(engine, n), other)
+        return future.result(timeout=30)
+
+    try:
+        taken = on_other(3)
+        lane = next(lane for lane in _lanes_of(engine) if lane.loop is other)
+        asyncio.run(engine.dispose())
+        deadline = time.monotonic() + 10
+        while not lane.released and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert lane.released
+        if lane_db.backend == "postgresql":
+            while _server_connections(lane_db, tag) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _server_connections(lane_db, tag) == 0
+        taken += on_other(9)  # a new lane on the other loop
+        assert len(set(taken)) == len(taken) == 12
+    finally:
+        asyncio.run_coroutine_threadsafe(engine.dispose(), other).result(timeout=30)
+        other.call_soon_threadsafe(other.stop)
+        thread.join(10)
+        other.run_until_complete(other.shutdown_asyncgens())
+        other.close()
+        asyncio.run(engine.dispose())
