@@ -237,12 +237,13 @@ class Lane:
     def release(self) -> None:
         """Release a lane whose loop ended (:meth:`ended`), never touching that loop.
 
-        Its tasks will never run again: their blocks and values are a gap. In a
-        greenlet (``await engine.dispose()``, a new lane of the engine on another
-        loop) the twin pool's connections are closed there, on the running loop
-        (psycopg, aiosqlite close there; asyncpg's, bound to the closed loop, are
-        aborted as SQLAlchemy aborts them); outside one they are dereferenced, as
-        ``dispose(close=False)`` does, and the driver closes them when collected.
+        Its tasks will never run again: their blocks and values are a gap. The twin
+        pool's connections are closed on the running loop, in its greenlet (``await
+        engine.dispose()``, a new lane of the engine on another loop), or on a loop of
+        this call's own where none runs (a sync ``dispose()``): psycopg and aiosqlite
+        close there; asyncpg's belong to the closed loop, and SQLAlchemy logs their
+        failed close. Under a running loop but outside its greenlet (a sync dispose()
+        from a coroutine) they are dereferenced, as ``dispose(close=False)`` does.
         """
         if self.released:
             return
@@ -252,6 +253,17 @@ class Lane:
         self._finish_watch()
         if in_greenlet():
             self.engine.dispose()
+            return
+        import asyncio
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs in this thread: close them on one of our own
+            closer = asyncio.new_event_loop()
+            try:
+                closer.run_until_complete(greenlet_spawn(self.engine.dispose))
+            finally:
+                closer.close()
         else:
             self.engine.dispose(close=False)
 

@@ -156,6 +156,32 @@ def test_loops_closed_without_shutdown_are_released_by_dispose(
     assert len(set(taken)) == len(taken) == LOOPS * 7
 
 
+def test_a_sync_dispose_outside_any_loop_closes_the_lanes_of_closed_loops(
+    lane_db: AsyncDatabase,
+) -> None:
+    """``engine.sync_engine.dispose()`` where no loop runs: the lanes of loops closed
+    without a shutdown are closed too (on a loop of the call's own)."""
+    if lane_db.label == "postgresql+asyncpg":
+        pytest.skip("asyncpg cannot close a connection of a closed loop")
+    seq = TableSequence("sync_dispose", mode="batch", batch_size=5)
+    seq.create(lane_db.sync)
+    tag = "seqkeys_lanes_" + uuid.uuid4().hex[:8]
+    threads_before = _aiosqlite_threads()
+    engine = _tagged_engine(lane_db, tag)
+    loop = asyncio.new_event_loop()
+    try:
+        taken = loop.run_until_complete(seq.next_values_async(engine, 3))
+    finally:
+        loop.close()
+    engine.sync_engine.dispose()
+    assert _lanes_of(engine) == []
+    if lane_db.backend == "postgresql":
+        assert _server_connections(lane_db, tag) == 0
+    else:
+        assert _aiosqlite_threads() == threads_before
+    assert len(taken) == 3
+
+
 def test_dispose_closes_the_lane_of_a_loop_running_in_another_thread(
     lane_db: AsyncDatabase,
 ) -> None:
