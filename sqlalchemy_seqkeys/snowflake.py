@@ -774,10 +774,8 @@ class Snowflake:
     column default under ``AsyncSession``) awaits, and the loop runs on;
     called straight from a coroutine the generator cannot await, and such a
     wait (at most ``max_backwards_ms``, or the rest of a tick) holds the
-    loop: pass ``on_clock_backwards="raise"`` where that matters. A
-    ``transform`` whose result is not an int (a float, a bool) or that the
-    layout cannot hold (past ``layout.max_id``) raises instead of handing it
-    out. See docs/strategies/snowflake.md.
+    loop: pass ``on_clock_backwards="raise"`` where that matters. A transform's
+    result that is no int, or past ``layout.max_id``, raises: never handed out.
 
     :param worker_id: an int unique among live processes minting with the
         same layout; or a :class:`~sqlalchemy_seqkeys.WorkerLease` /
