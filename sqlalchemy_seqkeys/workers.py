@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import logging
+import random
 import sys
 import threading
 import time
@@ -51,6 +52,7 @@ from .errors import (
     WorkerLeaseDatabaseError,
     WorkerLeaseLostError,
 )
+from .sequences._retry import describe, is_transient
 from .sequences.table import library_table
 
 if TYPE_CHECKING:  # asyncio and sqlalchemy.ext.asyncio: imported when an async lease starts
@@ -97,6 +99,19 @@ _CLOSE_GRACE_S = 5.0
 #: a lease table's CREATE is tried this often: the ones a concurrent CREATE beat
 #: check again, and find the table
 _CREATE_TRIES = 3
+#: a claim aborted by the database (Spanner's aborted transaction, a deadlock, a
+#: serialization failure) runs again this many times in all, after a wait drawn
+#: from 0 to base * 2**n seconds, at most the second bound: the Spanner emulator
+#: aborts all but one of the read-write transactions running at once
+_CLAIM_ATTEMPTS = 10
+_CLAIM_BACKOFF_S = (0.01, 1.0)
+#: a renewal aborted runs again at once, after a wait drawn from 0 to base * 2**n
+#: seconds (at most the second bound), while the lease is still certain
+_RENEW_ATTEMPTS = 6
+_RENEW_BACKOFF_S = (0.005, 0.25)
+#: driver errors that abort a transaction without a SQLSTATE (Spanner's; Google's
+#: API error when sqlalchemy-spanner lets it through bare)
+_ABORTED_CLASS_NAMES = frozenset({"Aborted", "RetryAborted"})
 
 
 class _NoAnswerError(Exception):
@@ -144,6 +159,36 @@ def _is_disconnect(conn: sa.Connection, exc: BaseException) -> bool:
     if not (isinstance(error, type) and isinstance(exc, error)):
         return False
     return bool(dialect.is_disconnect(exc, None, None))  # type: ignore[arg-type]
+
+
+def _runs_again(exc: BaseException) -> bool:
+    """True if ``exc`` ended a lease's transaction and running it again may succeed.
+
+    An abort, a deadlock, a serialization failure, a busy SQLite, a connection
+    the server dropped in the middle (not one that could not be opened).
+    """
+    if is_transient(exc):
+        return True
+    return any(type(e).__name__ in _ABORTED_CLASS_NAMES for e in _chain(exc))
+
+
+def _lost_connection(exc: BaseException) -> bool:
+    """True if ``exc`` says the connection dropped (the write's outcome may be unknown)."""
+    return isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = getattr(current, "orig", None) or current.__cause__ or current.__context__
+
+
+def _backoff(number: int, bounds: tuple[float, float]) -> float:
+    """A wait before attempt ``number + 1``: full jitter, exponential, bounded."""
+    return random.uniform(0, min(bounds[1], bounds[0] * 2**number))
 
 
 def _reason(exc: BaseException) -> str:
@@ -220,6 +265,8 @@ class _Row:
         self.max_worker_id = max_worker_id
         self.max_skew = max_skew
         self.now_ns = now_ns
+        #: how a claim waits before it runs again (an async lease's awaits)
+        self.sleep: Callable[[float], None] = time.sleep
 
     def server_and_client_ms(self, conn: sa.Connection) -> tuple[int, int]:
         """The server's Unix ms and ours; raise ClockSkewError if they differ too much."""
@@ -237,11 +284,21 @@ class _Row:
             )
         return server_ms, client_ms
 
-    def _claim_on(self, conn: sa.Connection) -> _Claim | None:
-        """One claim, or None if another process outraced it."""
+    def _claim_on(self, conn: sa.Connection, tried: dict[int, int] | None = None) -> _Claim | None:
+        """One claim, or None if another process outraced it.
+
+        ``tried``: worker id -> the previous holder's mark, of the claims this
+        start sent whose outcome it does not know (their answer was lost); a
+        row found under this lease's owner is one of them, committed after all,
+        and is adopted rather than a second id claimed.
+        """
         t = self.table
+        tried = {} if tried is None else tried
         server_ms, client_ms = self.server_and_client_ms(conn)
         rows = self._rows(conn)
+        ours = [row for row in rows if row.owner == self.owner]
+        if ours:
+            return self._adopt(conn, ours[0], tried, client_ms)
         used = {row.worker_id for row in rows}
         free = [row for row in rows if row.expires_at < server_ms]
         # First an id whose last holder's ids this clock has passed, then
@@ -261,6 +318,7 @@ class _Row:
                 else min(free, key=lambda r: (r.high_water_ms, r.worker_id))
             )
             mark = max(row.high_water_ms, client_ms + self.ttl_ms)
+            tried[int(row.worker_id)] = int(row.high_water_ms)
             taken = conn.execute(
                 sa.update(t)
                 .where(
@@ -279,6 +337,7 @@ class _Row:
                 return None  # another process took or renewed it first
             return int(row.worker_id), int(row.high_water_ms), mark
         mark = client_ms + self.ttl_ms
+        tried[never] = 0
         inserted = conn.execute(
             insert_ignoring_conflict(conn.dialect, t, ["worker_id"])
             .values(
@@ -291,6 +350,27 @@ class _Row:
         ).rowcount
         return (never, 0, mark) if inserted == 1 else None
 
+    def _adopt(
+        self, conn: sa.Connection, row: Any, tried: dict[int, int], client_ms: int
+    ) -> _Claim | None:
+        """Hold ``row``, written under our owner by a claim whose answer was lost.
+
+        The owner is drawn anew at each start: no other process writes it, so
+        the row is ours alone. Renewed here (a compare-and-set on the owner);
+        its floor is the previous holder's mark as that claim read it (or, not
+        known, the row's own mark: waiting past it is always safe).
+        """
+        t = self.table
+        worker_id = int(row.worker_id)
+        floor = tried.get(worker_id, int(row.high_water_ms))
+        mark = max(int(row.high_water_ms), client_ms + self.ttl_ms)
+        renewed = conn.execute(
+            sa.update(t)
+            .where(t.c.worker_id == worker_id, t.c.owner == self.owner)
+            .values(expires_at=server_now_ms() + self.ttl_ms, **{MARK_COLUMN: mark})
+        ).rowcount
+        return (worker_id, floor, mark) if renewed == 1 else None
+
     def _rows(self, conn: sa.Connection) -> list[Any]:
         t = self.table
         query = sa.select(t.c.worker_id, t.c.owner, t.c.expires_at, t.c[MARK_COLUMN]).where(
@@ -299,14 +379,37 @@ class _Row:
         return list(conn.execute(query))
 
     def claim(self, conn: sa.Connection) -> tuple[_Claim, float]:
-        """Claim a worker id: one attempt after another until one wins; and when it was sent."""
-        _standalone(conn)
-        for _ in range(self.max_worker_id + 2):
+        """Claim a worker id: one attempt after another until one wins; and when it was sent.
+
+        A claim is a transaction of its own that reads every row, then writes
+        one. One the database aborted (Spanner aborts all but one of the
+        transactions running at once; a deadlock, a serialization failure)
+        wrote nothing, and runs again after a jittered wait (:attr:`sleep`), up to
+        ``_CLAIM_ATTEMPTS`` in all. One whose connection dropped may have
+        committed unseen: its row carries this start's owner, which no other
+        process writes, and the next attempt finds and adopts it
+        (:meth:`_claim_on`) rather than claiming a second id. A write that
+        committed after that attempt's read (the dropped connection's COMMIT
+        landing late) leaves a row nobody renews, which expires after the ttl:
+        never two holders of one id.
+        """
+        tried: dict[int, int] = {}
+        races = aborts = 0
+        while True:
             sent = _lease_clock()
             try:
+                _standalone(conn)  # again on a connection opened anew after a drop
                 with conn.begin():
-                    claim = self._claim_on(conn)
+                    claim = self._claim_on(conn, tried)
             except sa.exc.DBAPIError as exc:
+                if _runs_again(exc):
+                    aborts += 1
+                    if aborts < _CLAIM_ATTEMPTS:
+                        self.sleep(_backoff(aborts, _CLAIM_BACKOFF_S))
+                        continue
+                    if not _lost_connection(exc):
+                        raise self._contended_error(aborts, exc) from exc
+                    raise
                 try:
                     outdated = self._outdated(conn)
                 except Exception:  # no table at all, or no database: the error says so
@@ -316,8 +419,20 @@ class _Row:
                 raise
             if claim is not None:
                 return claim, sent
-        raise WorkerIdsExhaustedError(
-            f"could not claim a worker id in {self.table.name!r}: other processes kept taking them"
+            races += 1
+            if races >= self.max_worker_id + 2:
+                raise WorkerIdsExhaustedError(
+                    f"could not claim a worker id in {self.table.name!r}: other processes "
+                    "kept taking them"
+                )
+
+    def _contended_error(self, attempts: int, exc: BaseException) -> WorkerLeaseDatabaseError:
+        return WorkerLeaseDatabaseError(
+            f"could not claim a worker id in {self.table.name!r}: the database aborted the "
+            f"claim's transaction {attempts} times in a row (contention with other "
+            f"transactions on the lease table; last: {describe(exc)}); nothing was minted. "
+            "Processes starting leases at once contend for the table: start them a moment "
+            "apart, or claim again"
         )
 
     def renew(
@@ -383,6 +498,8 @@ class _HeldWorkerId:
     _renew_lock: threading.Lock | GreenletLock
     _start_task: StartTask | None
     _row: _Row
+    #: background renewals that failed in a row (0: the last one committed)
+    _failing: int = 0
     clock: Callable[[], int]
     engine: sa.Engine
     table: sa.Table
@@ -583,16 +700,51 @@ class _HeldWorkerId:
                 return
             if at_least_ms and self._mark_ms >= at_least_ms:
                 return  # another caller's extension got there first
-            sent = _lease_clock()  # the lease counts from before the renewal was sent
-            assert self._worker_id is not None
-            with self.engine.connect() as conn:
-                mark = self._row.renew(conn, self._worker_id, self._mark_ms, at_least_ms)
+            sent, mark = self._renew_row(at_least_ms)
             if mark is None:
                 self._lost = "its row was taken over after it expired"
                 raise self._lost_error()
             # Only once committed: the row's mark is never below ours.
             self._mark_ms = mark
             self._valid_until = sent + self.ttl
+
+    def _renew_row(self, at_least_ms: int) -> tuple[float, int | None]:
+        """The renewal's transaction, run again at once after an abort: (sent, new mark).
+
+        Under the renewal lock. A renewal writes our own row by its owner, so
+        running it again is safe whatever became of the one before (aborted,
+        or its answer lost: its mark stays at or above ours). It runs again
+        only while the lease is certain (its last renewal's ``sent + ttl``)
+        and not closed; else the error goes up, to be tried at the next turn.
+        ``sent`` is that of the attempt that committed: the lease counts from
+        before it was sent.
+        """
+        assert self._worker_id is not None
+        number = 0
+        while True:
+            sent = _lease_clock()
+            try:
+                with self.engine.connect() as conn:
+                    mark = self._row.renew(conn, self._worker_id, self._mark_ms, at_least_ms)
+            except sa.exc.DBAPIError as exc:
+                number += 1
+                wait = _backoff(number, _RENEW_BACKOFF_S)
+                if (
+                    not _runs_again(exc)
+                    or number >= _RENEW_ATTEMPTS
+                    or self._closed.is_set()
+                    or _lease_clock() + wait >= self._valid_until
+                ):
+                    raise
+                _log.debug(
+                    "renewal of worker id %s in %r failed (%s); running it again",
+                    self._worker_id,
+                    self.table.name,
+                    describe(exc),
+                )
+                (pause if self._start_task is not None else time.sleep)(wait)
+                continue
+            return sent, mark
 
     def _extend_now(self, until_ms: int) -> None:
         """Renew now so that the mark reaches ``until_ms``, within the lease's validity.
@@ -616,6 +768,27 @@ class _HeldWorkerId:
         if not done:
             raise self._unanswered_error(until_ms, left)
 
+    def _renewal_failed(self, exc: BaseException) -> None:
+        """A background renewal failed: a warning at the first of a run, then debug lines."""
+        if self._closed.is_set():
+            return  # a renewal a close overlapped: the close says what became of the row
+        self._failing += 1
+        left = self._valid_until - _lease_clock()
+        level = logging.WARNING if self._failing == 1 else logging.DEBUG
+        _log.log(
+            level,
+            "could not renew the lease on worker id %s in %r (%s; %d failed in a row); "
+            "it stays valid %.3g s more from its last renewal and is renewed again every "
+            "ttl / 3 (%g s)",
+            self._worker_id,
+            self.table.name,
+            describe(exc),
+            self._failing,
+            max(left, 0.0),
+            self.ttl / 3,
+            exc_info=exc if self._failing == 1 else None,
+        )
+
     def _unanswered_error(self, until_ms: int, left: float) -> WorkerLeaseLostError:
         return WorkerLeaseLostError(
             f"the lease on worker id {self._worker_id} could not be renewed to mint past "
@@ -631,8 +804,19 @@ class _HeldWorkerId:
             self._renew_once()
         except ClockSkewError as exc:
             self._lost = str(exc)
-        except Exception:  # retried at the next interval; expiry is the guard
-            pass
+            _log.warning("the lease on worker id %s is lost: %s", self._worker_id, exc)
+        except WorkerLeaseLostError as exc:
+            _log.warning("%s", exc)
+        except Exception as exc:  # retried at the next interval; expiry is the guard
+            self._renewal_failed(exc)
+        else:
+            if self._failing:
+                self._failing = 0
+                _log.info(
+                    "the lease on worker id %s in %r renewed again",
+                    self._worker_id,
+                    self.table.name,
+                )
         if self._closed.is_set():
             return False  # closed: its renewal ends (close() stops it too)
         if self._lost is None:
@@ -732,7 +916,8 @@ class WorkerLease(_HeldWorkerId):
         self._worker_id: int | None = None
         self._minter: Minter | None = None
         self._bind_lock = threading.Lock()
-        self._start_lock = threading.Lock()
+        #: start()'s lock, per process: one a parent's thread held at a fork is not the child's
+        self._start_locks: dict[int, threading.Lock] = {}
         #: held (briefly, never across I/O) where close() and a start under way meet:
         #: a claim is recorded and its renewal started, or the lease marked closed.
         #: Reentrant: a signal handler's close() may interrupt a start in its thread.
@@ -769,7 +954,7 @@ class WorkerLease(_HeldWorkerId):
             finally:
                 lease.close()
         """
-        with self._start_lock:
+        with _fork.process_lock(self._start_locks):
             self._start_locked()
         return self
 
@@ -825,6 +1010,8 @@ class WorkerLease(_HeldWorkerId):
             if self.create_table:
                 self._create_table()
             with self.engine.connect() as conn:
+                # an AsyncWorkerLease's waits await (in SQLAlchemy's greenlet)
+                self._row.sleep = pause if self._start_task is not None else time.sleep
                 claim, sent = self._row.claim(conn)
         except BaseException as exc:
             self._closed.set()
@@ -896,7 +1083,7 @@ class WorkerLease(_HeldWorkerId):
             DeprecationWarning,
             stacklevel=3,
         )
-        with self._start_lock:
+        with _fork.process_lock(self._start_locks):
             if not self._started:
                 self._start_locked()
 
