@@ -1,13 +1,12 @@
 """Autogenerate: find the seqkeys objects the models declare and the database lacks.
 
 With the plugin in ``autogenerate_plugins``, :func:`compare_seqkeys` proposes the missing
-sequences, worker-lease tables, table-sequence rows and bit-reversed sequences (their own
-operations) and the upgrades of older tables; it never proposes dropping a sequences table
-the declared sequences use, nor a worker-lease table, and follows a new sequence on a table
-with rows by its resync. A shard column added to a table is added nullable, filled
-(``op.fill_shard_column``) and then made ``NOT NULL``, except on Spanner, which computes it.
-:func:`render_item` renders shard columns and ``server_uuid7()``/``server_uuid()`` defaults
-as themselves, and those match what the server reports.
+sequences, lease tables, table-sequence rows and bit-reversed sequences (their own ops) and
+the upgrades of older tables; it never drops a sequences table the declared sequences use,
+nor a lease table, and follows a new sequence on a table with rows by its resync. A shard
+column added to a table is added nullable, filled (``op.fill_shard_column``), then made
+``NOT NULL`` (not on Spanner, which computes it). :func:`render_item` renders shard columns
+and ``server_uuid7()``/``server_uuid()`` defaults as themselves.
 
 User guide: docs/alembic.md.
 """
