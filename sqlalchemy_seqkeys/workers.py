@@ -478,9 +478,9 @@ class _Row:
 
 
 class _HeldWorkerId:
-    """A held worker id: its state, its checks, the Lease protocol, and its renewal.
+    """A held worker id: its state, its checks and the Lease protocol.
 
-    :class:`WorkerLease` adds the lifecycle (construct, claim, start, release).
+    :class:`_RenewedWorkerId` adds the row's renewal and release.
     """
 
     _kind: str
@@ -678,7 +678,12 @@ class _HeldWorkerId:
         minter = self._minter
         return self.in_this_process(minter.clock if minter is not None else self.clock)
 
-    # -- renewing ------------------------------------------------------------------
+
+class _RenewedWorkerId(_HeldWorkerId):
+    """The upkeep of a held worker id's row: its renewal, and its release.
+
+    :class:`WorkerLease` adds the lifecycle (construct, claim, start, close).
+    """
 
     def _job_name(self) -> str:
         # the renewal thread's (or task's) name
@@ -826,8 +831,65 @@ class _HeldWorkerId:
             minter.halt()
         return False
 
+    # -- releasing -----------------------------------------------------------------
 
-class WorkerLease(_HeldWorkerId):
+    def _release_and_join(self, job: Periodic | None) -> None:
+        """Release the row (closed, its renewal ``job`` stopped), waiting ``min(ttl, 5)`` s."""
+        mark = self._release_mark()
+        grace = min(self.ttl, _CLOSE_GRACE_S)
+        try:
+            release = lambda: self._release_held(mark)  # noqa: E731
+            if not within(grace, release, f"{self._job_name()}-release", self._start_task):
+                raise _NoAnswerError
+        except _NoAnswerError:
+            self._not_released(f"the database did not answer within {grace:g} s")
+        except _db_errors(self.engine) as exc:
+            self._not_released(_reason(exc), exc)
+        finally:
+            if job is not None:
+                job.join(1)
+
+    def _not_released(self, reason: str, exc: BaseException | None = None) -> None:
+        _log.warning(
+            "could not release worker id %s in %r (%s); the lease is closed here and its "
+            "row expires by itself at most ttl=%g s after its last renewal, keeping its "
+            "high-water mark for the next holder",
+            self._worker_id,
+            self.table.name,
+            reason,
+            self.ttl,
+            exc_info=exc,
+        )
+
+    def _release_held(self, mark: int) -> None:
+        # After a renewal under way. Left waiting by a close that gave up, it
+        # releases once the database answers (the row, if still ours).
+        with self._renew_lock:
+            self._release(mark)
+
+    def _release(self, mark: int) -> None:
+        # A connection the server dropped while it sat in the pool fails once
+        # and is invalidated: the release goes through on a new one.
+        assert self._worker_id is not None
+        for attempt in (1, 2):
+            with self.engine.connect() as conn:
+                try:
+                    self._row.release(conn, self._worker_id, mark)
+                    return
+                except _db_errors(self.engine) as exc:
+                    if attempt == 2 or not _is_disconnect(conn, exc):
+                        raise
+                    conn.invalidate()
+
+    def _release_mark(self) -> int:
+        """Stop every generator on the lease; the mark a successor must pass."""
+        with self._bind_lock:
+            minter = self._minter
+        last_ms = minter.halt() if minter is not None else -1
+        return max(self._floor_ms, last_ms)
+
+
+class WorkerLease(_RenewedWorkerId):
     """A worker id leased from ``table``, renewed in the background until :meth:`close`.
 
     Constructing one does no I/O: ``with WorkerLease(engine) as lease:`` (or
@@ -1118,61 +1180,6 @@ class WorkerLease(_HeldWorkerId):
             return  # never claimed, or a start under way: it releases what it wins
         self._release_and_join(job)
 
-    def _release_and_join(self, job: Periodic | None) -> None:
-        """Release the row (closed, its renewal ``job`` stopped), waiting ``min(ttl, 5)`` s."""
-        mark = self._release_mark()
-        grace = min(self.ttl, _CLOSE_GRACE_S)
-        try:
-            release = lambda: self._release_held(mark)  # noqa: E731
-            if not within(grace, release, f"{self._job_name()}-release", self._start_task):
-                raise _NoAnswerError
-        except _NoAnswerError:
-            self._not_released(f"the database did not answer within {grace:g} s")
-        except _db_errors(self.engine) as exc:
-            self._not_released(_reason(exc), exc)
-        finally:
-            if job is not None:
-                job.join(1)
-
-    def _not_released(self, reason: str, exc: BaseException | None = None) -> None:
-        _log.warning(
-            "could not release worker id %s in %r (%s); the lease is closed here and its "
-            "row expires by itself at most ttl=%g s after its last renewal, keeping its "
-            "high-water mark for the next holder",
-            self._worker_id,
-            self.table.name,
-            reason,
-            self.ttl,
-            exc_info=exc,
-        )
-
-    def _release_held(self, mark: int) -> None:
-        # After a renewal under way. Left waiting by a close that gave up, it
-        # releases once the database answers (the row, if still ours).
-        with self._renew_lock:
-            self._release(mark)
-
-    def _release(self, mark: int) -> None:
-        # A connection the server dropped while it sat in the pool fails once
-        # and is invalidated: the release goes through on a new one.
-        assert self._worker_id is not None
-        for attempt in (1, 2):
-            with self.engine.connect() as conn:
-                try:
-                    self._row.release(conn, self._worker_id, mark)
-                    return
-                except _db_errors(self.engine) as exc:
-                    if attempt == 2 or not _is_disconnect(conn, exc):
-                        raise
-                    conn.invalidate()
-
-    def _release_mark(self) -> int:
-        """Stop every generator on the lease; the mark a successor must pass."""
-        with self._bind_lock:
-            minter = self._minter
-        last_ms = minter.halt() if minter is not None else -1
-        return max(self._floor_ms, last_ms)
-
 
 class _Children:
     """The leases claimed in processes forked from the one that claimed ``root``: one each.
@@ -1295,7 +1302,89 @@ class _FromSyncLease(Generic[_T]):
         raise AttributeError(f"AsyncWorkerLease.{self._name} is read only")
 
 
-class AsyncWorkerLease:
+class _AsyncLeaseTasks:
+    """An :class:`AsyncWorkerLease`'s tasks: writes left running on its loop, the extension
+    a jumped clock needs, and the twin pool's disposal once they end."""
+
+    sync_lease: WorkerLease
+    _db: AsyncEngine | None
+    _own_db: bool
+    _loop: asyncio.AbstractEventLoop | None
+    _detached: set[asyncio.Task[None]]
+
+    async def _dispose_when_idle(self) -> None:
+        """Dispose of the twin pool now, or once the tasks left running on it end."""
+        running = {task for task in self._detached if not task.done()}
+        if running:  # their connections go back to the twin pool first
+            name = f"{self.sync_lease._job_name()}-dispose"
+            self._detach(self._dispose_after(running), name)
+        else:
+            await self._dispose()
+
+    async def _dispose_after(self, tasks: set[asyncio.Task[None]]) -> None:
+        import asyncio
+
+        await asyncio.wait(tasks)
+        await self._dispose()
+
+    async def _dispose(self) -> None:
+        if self._own_db and self._db is not None:
+            self._own_db = False
+            await self._db.dispose()
+
+    def _extend(self, until_ms: int) -> None:
+        # A generator reached the mark while the lease is valid: its clock
+        # jumped forward. The renewal must commit before it mints on.
+        import asyncio
+
+        from ._aio import in_greenlet, on_loop
+        from ._compat import greenlet_spawn
+
+        sync, loop = self.sync_lease, self._loop
+        assert loop is not None
+        if on_loop() is loop:
+            if in_greenlet():
+                sync._extend_now(until_ms)  # in SQLAlchemy's greenlet: the SQL awaits
+                return
+            # Straight from a coroutine: a database round trip cannot be awaited
+            # here. Start it; the caller may try again.
+            self._detach(greenlet_spawn(_try_renew, sync, until_ms), f"{sync._job_name()}-extend")
+            raise ClockSkewError(
+                f"this host's clock jumped past the high-water mark of the lease on worker id "
+                f"{sync._worker_id} ({until_ms - sync._mark_ms} ms past it); the lease is "
+                "extending it now, so retry in a moment. A Snowflake called from a coroutine "
+                "cannot wait for the database without blocking the loop; as a column default "
+                "under AsyncSession it waits by itself"
+            )
+        if loop.is_closed():
+            raise sync._lost_error()
+        left = sync._valid_until - _lease_clock()
+        if left <= 0:
+            return  # extend_mark's check says why
+        # another thread: the lease's loop renews, while the lease is certain
+        extension = greenlet_spawn(sync._extend_now, until_ms)
+        try:
+            asyncio.run_coroutine_threadsafe(extension, loop).result(timeout=left)
+        except concurrent.futures.TimeoutError:
+            raise sync._unanswered_error(until_ms, left) from None
+
+    def _detach(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """``work`` as a task of the running loop that nobody needs to await.
+
+        The lease's twin pool is disposed only once its detached tasks end
+        (their connections go back to it).
+        """
+        import asyncio
+
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        for tasks in (_extensions, self._detached):  # asyncio keeps weak references
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        task.add_done_callback(retrieve_error)  # read even if nobody waits for it any more
+        return task
+
+
+class AsyncWorkerLease(_AsyncLeaseTasks):
     """:class:`WorkerLease` for an :class:`~sqlalchemy.ext.asyncio.AsyncEngine`.
 
     The same arguments, guarantees and lifecycle, wrapped as ``AsyncEngine``
@@ -1486,79 +1575,8 @@ class AsyncWorkerLease:
         finally:
             await self._dispose_when_idle()
 
-    async def _dispose_when_idle(self) -> None:
-        """Dispose of the twin pool now, or once the tasks left running on it end."""
-        running = {task for task in self._detached if not task.done()}
-        if running:  # their connections go back to the twin pool first
-            name = f"{self.sync_lease._job_name()}-dispose"
-            self._detach(self._dispose_after(running), name)
-        else:
-            await self._dispose()
-
     #: ``contextlib.aclosing`` calls it
     aclose = close
-
-    async def _dispose_after(self, tasks: set[asyncio.Task[None]]) -> None:
-        import asyncio
-
-        await asyncio.wait(tasks)
-        await self._dispose()
-
-    async def _dispose(self) -> None:
-        if self._own_db and self._db is not None:
-            self._own_db = False
-            await self._db.dispose()
-
-    def _extend(self, until_ms: int) -> None:
-        # A generator reached the mark while the lease is valid: its clock
-        # jumped forward. The renewal must commit before it mints on.
-        import asyncio
-
-        from ._aio import in_greenlet, on_loop
-        from ._compat import greenlet_spawn
-
-        sync, loop = self.sync_lease, self._loop
-        assert loop is not None
-        if on_loop() is loop:
-            if in_greenlet():
-                sync._extend_now(until_ms)  # in SQLAlchemy's greenlet: the SQL awaits
-                return
-            # Straight from a coroutine: a database round trip cannot be awaited
-            # here. Start it; the caller may try again.
-            self._detach(greenlet_spawn(_try_renew, sync, until_ms), f"{sync._job_name()}-extend")
-            raise ClockSkewError(
-                f"this host's clock jumped past the high-water mark of the lease on worker id "
-                f"{sync._worker_id} ({until_ms - sync._mark_ms} ms past it); the lease is "
-                "extending it now, so retry in a moment. A Snowflake called from a coroutine "
-                "cannot wait for the database without blocking the loop; as a column default "
-                "under AsyncSession it waits by itself"
-            )
-        if loop.is_closed():
-            raise sync._lost_error()
-        left = sync._valid_until - _lease_clock()
-        if left <= 0:
-            return  # extend_mark's check says why
-        # another thread: the lease's loop renews, while the lease is certain
-        extension = greenlet_spawn(sync._extend_now, until_ms)
-        try:
-            asyncio.run_coroutine_threadsafe(extension, loop).result(timeout=left)
-        except concurrent.futures.TimeoutError:
-            raise sync._unanswered_error(until_ms, left) from None
-
-    def _detach(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        """``work`` as a task of the running loop that nobody needs to await.
-
-        The lease's twin pool is disposed only once its detached tasks end
-        (their connections go back to it).
-        """
-        import asyncio
-
-        task = asyncio.get_running_loop().create_task(work, name=name)
-        for tasks in (_extensions, self._detached):  # asyncio keeps weak references
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-        task.add_done_callback(retrieve_error)  # read even if nobody waits for it any more
-        return task
 
     # -- the lease's state and the Lease protocol: the sync lease's ------------------
 
