@@ -17,7 +17,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 import sqlalchemy as sa
@@ -224,6 +224,23 @@ def read_from_child(
         if not ready:
             return None
         return said if text else None
+
+
+@contextmanager
+def fresh_database_engine(engines: Any, name: str, label: str) -> Iterator[sa.Engine]:
+    """An engine on a new, empty database of engine ``name``: nothing another test left in
+    the run's shared database (a table, a sequences table) reaches it; disposed and dropped
+    after."""
+    with engines.fresh_database(name, label) as url:
+        engine = sa.create_engine(url)
+        if name == "spanner":
+            from tests._emulator import configure_engine
+
+            configure_engine(engine)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from sqlalchemy.engine import Engine
 import sqlalchemy_seqkeys
 import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import MigrationError, ShardId, spanner_shard_column
+from tests._helpers import fresh_database_engine
 
 sqlalchemy_seqkeys.alembic.register()
 
@@ -50,20 +51,16 @@ def drop(engine: Engine) -> None:
 
 @pytest.fixture(params=["sqlite", "postgresql", "mysql", "spanner"])
 def engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engine]:
-    """An engine whose database has none of this module's tables, before and after."""
-    found: Engine = engines.get(request.param)
-    drop(found)
-    yield found
-    drop(found)
+    """An engine on a database of its own: autogenerate sees only this module's tables."""
+    with fresh_database_engine(engines, request.param, "fill") as found:
+        yield found
 
 
 @pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def filled_engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engine]:
     """As ``engine``, on the engines where the library fills the shard column."""
-    found: Engine = engines.get(request.param)
-    drop(found)
-    yield found
-    drop(found)
+    with fresh_database_engine(engines, request.param, "fill") as found:
+        yield found
 
 
 def old_logs(metadata: sa.MetaData) -> sa.Table:

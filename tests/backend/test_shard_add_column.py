@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 import sqlalchemy_seqkeys
 import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import InvalidShardError, ShardId, spanner_shard_column
+from tests._helpers import fresh_database_engine
 from tests._markdown import code_blocks
 
 sqlalchemy_seqkeys.alembic.register()
@@ -37,11 +38,9 @@ TABLE = "logs"  # the docs' recipe names it
 
 @pytest.fixture(params=["sqlite", "postgresql", "mysql", "spanner"])
 def logs_engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engine]:
-    """An engine whose database has no ``logs`` table, before and after."""
-    engine: Engine = engines.get(request.param)
-    sa.Table(TABLE, sa.MetaData()).drop(engine, checkfirst=True)
-    yield engine
-    sa.Table(TABLE, sa.MetaData()).drop(engine, checkfirst=True)
+    """An engine on a database of its own: autogenerate sees only its ``logs`` table."""
+    with fresh_database_engine(engines, request.param, "logs") as engine:
+        yield engine
 
 
 def old_logs(metadata: sa.MetaData) -> sa.Table:
