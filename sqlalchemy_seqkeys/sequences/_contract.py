@@ -176,8 +176,9 @@ def create_native(
     """``CREATE SEQUENCE``: True; where it exists, False with ``checkfirst``, else raise.
 
     Asked first, not caught after: a failed statement ends PostgreSQL's transaction.
-    A start the engine cannot hold raises ``error`` before any statement; a name
-    another object holds, :class:`~sqlalchemy_seqkeys.SequenceExistsError`.
+    A start the engine cannot hold raises ``error`` before any statement; the
+    server's refusals are the caller's to map (``create_refusals`` around the
+    whole transaction: Spanner refuses at the commit).
     """
     check_sequence_start(conn.dialect, sequence, error)
     if native_exists(conn, sequence):
@@ -187,8 +188,7 @@ def create_native(
             f"sequence {sequence.name!r} already exists; it was left as it is. Pass "
             "checkfirst=True to make this a no-op"
         )
-    with create_refusals(sequence, conn.dialect, error):
-        sequence.create(conn, checkfirst=False)
+    sequence.create(conn, checkfirst=False)
     block_holders.forget(native_key(sequence))  # every instance of it in this process
     return True
 
@@ -198,7 +198,8 @@ def drop_native(
 ) -> bool:
     """``DROP SEQUENCE``: True; where there is none, False with ``checkfirst``, else raise.
 
-    A sequence other objects depend on (a column's ``DEFAULT nextval(...)``) raises ``error``.
+    The server's refusals are the caller's to map (``drop_refusals`` around the
+    whole transaction).
     """
     if not native_exists(conn, sequence):
         if checkfirst:
@@ -207,8 +208,7 @@ def drop_native(
             f"there is no sequence {sequence.name!r} to drop. Pass checkfirst=True to make "
             "this a no-op"
         )
-    with drop_refusals(sequence, error):
-        sequence.drop(conn, checkfirst=False)
+    sequence.drop(conn, checkfirst=False)
     block_holders.forget(native_key(sequence))
     return True
 
@@ -415,7 +415,10 @@ class NativeOrRowSequence(SequenceContract):
             order_id.create(engine, checkfirst=True)
         """
         check_flag(checkfirst, "checkfirst", self._error)
-        with self._refusals(bind, create_refusals), _aio.begin(bind, "create") as conn:
+        with (
+            self._refusals(bind, lambda d: create_refusals(self.sequence, d, self._error)),
+            _aio.begin(bind, "create") as conn,
+        ):
             if self._native(conn.dialect):
                 self._check_identifiers(conn.dialect)
                 created = create_native(
@@ -442,7 +445,10 @@ class NativeOrRowSequence(SequenceContract):
         """
         check_flag(checkfirst, "checkfirst", self._error)
         dropped = False
-        with self._refusals(bind, drop_refusals), _aio.begin(bind, "drop") as conn:
+        with (
+            self._refusals(bind, lambda d: drop_refusals(self.sequence, self._error)),
+            _aio.begin(bind, "drop") as conn,
+        ):
             if self._native(conn.dialect):
                 self._check_identifiers(conn.dialect)
                 dropped = drop_native(conn, self.sequence, checkfirst=checkfirst, error=self._error)
@@ -454,16 +460,14 @@ class NativeOrRowSequence(SequenceContract):
         return dropped
 
     def _refusals(
-        self, bind: object, refusals: Callable[..., AbstractContextManager[None]]
+        self, bind: object, refusals: Callable[[sa.Dialect], AbstractContextManager[None]]
     ) -> AbstractContextManager[None]:
-        """``refusals`` of the native sequence's DDL, around the transaction too (Spanner
-        runs its DDL at the commit); a null context where the sequence is a row."""
+        """``refusals(dialect)`` of the native sequence's DDL, around the whole transaction
+        (Spanner runs its DDL at the commit); a null context where the sequence is a row."""
         dialect = getattr(bind, "dialect", None)  # a bad bind: _aio.begin says what is wrong
         if dialect is None or not self._native(dialect):
             return contextlib.nullcontext()
-        if refusals is create_refusals:
-            return create_refusals(self.sequence, dialect, self._error)
-        return drop_refusals(self.sequence, self._error)
+        return refusals(dialect)
 
     def _check_identifiers(self, dialect: sa.Dialect) -> None:
         """Refuse a name the engine's native sequences cannot hold (e.g. too long), with no I/O."""
