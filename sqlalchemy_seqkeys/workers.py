@@ -15,7 +15,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import logging
-import random
 import sys
 import threading
 import time
@@ -52,7 +51,7 @@ from .errors import (
     WorkerLeaseDatabaseError,
     WorkerLeaseLostError,
 )
-from .sequences._retry import describe, is_transient
+from .sequences._retry import backoff, describe, is_transient
 from .sequences.table import library_table
 
 if TYPE_CHECKING:  # asyncio and sqlalchemy.ext.asyncio: imported when an async lease starts
@@ -109,9 +108,6 @@ _CLAIM_BACKOFF_S = (0.01, 1.0)
 #: seconds (at most the second bound), while the lease is still certain
 _RENEW_ATTEMPTS = 6
 _RENEW_BACKOFF_S = (0.005, 0.25)
-#: driver errors that abort a transaction without a SQLSTATE (Spanner's; Google's
-#: API error when sqlalchemy-spanner lets it through bare)
-_ABORTED_CLASS_NAMES = frozenset({"Aborted", "RetryAborted"})
 
 
 class _NoAnswerError(Exception):
@@ -161,34 +157,9 @@ def _is_disconnect(conn: sa.Connection, exc: BaseException) -> bool:
     return bool(dialect.is_disconnect(exc, None, None))  # type: ignore[arg-type]
 
 
-def _runs_again(exc: BaseException) -> bool:
-    """True if ``exc`` ended a lease's transaction and running it again may succeed.
-
-    An abort, a deadlock, a serialization failure, a busy SQLite, a connection
-    the server dropped in the middle (not one that could not be opened).
-    """
-    if is_transient(exc):
-        return True
-    return any(type(e).__name__ in _ABORTED_CLASS_NAMES for e in _chain(exc))
-
-
 def _lost_connection(exc: BaseException) -> bool:
     """True if ``exc`` says the connection dropped (the write's outcome may be unknown)."""
     return isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = getattr(current, "orig", None) or current.__cause__ or current.__context__
-
-
-def _backoff(number: int, bounds: tuple[float, float]) -> float:
-    """A wait before attempt ``number + 1``: full jitter, exponential, bounded."""
-    return random.uniform(0, min(bounds[1], bounds[0] * 2**number))
 
 
 def _reason(exc: BaseException) -> str:
@@ -402,10 +373,10 @@ class _Row:
                 with conn.begin():
                     claim = self._claim_on(conn, tried)
             except sa.exc.DBAPIError as exc:
-                if _runs_again(exc):
+                if is_transient(exc):
                     aborts += 1
                     if aborts < _CLAIM_ATTEMPTS:
-                        self.sleep(_backoff(aborts, _CLAIM_BACKOFF_S))
+                        self.sleep(backoff(aborts, *_CLAIM_BACKOFF_S))
                         continue
                     if not _lost_connection(exc):
                         raise self._contended_error(aborts, exc) from exc
@@ -733,9 +704,9 @@ class _RenewedWorkerId(_HeldWorkerId):
                     mark = self._row.renew(conn, self._worker_id, self._mark_ms, at_least_ms)
             except sa.exc.DBAPIError as exc:
                 number += 1
-                wait = _backoff(number, _RENEW_BACKOFF_S)
+                wait = backoff(number, *_RENEW_BACKOFF_S)
                 if (
-                    not _runs_again(exc)
+                    not is_transient(exc)
                     or number >= _RENEW_ATTEMPTS
                     or self._closed.is_set()
                     or _lease_clock() + wait >= self._valid_until

@@ -28,6 +28,7 @@ from sqlalchemy_seqkeys.errors import (
 )
 
 __all__ = [
+    "backoff",
     "describe",
     "error_in_callers_transaction",
     "error_not_retried",
@@ -122,7 +123,8 @@ def is_transient(exc: BaseException) -> bool:
         False
     """
     if not isinstance(exc, sa.exc.DBAPIError):
-        return False
+        # Spanner's client lets Google's Aborted through bare in places
+        return any(type(e).__name__ in _RETRY_CLASS_NAMES for e in _origins(exc))
     if exc.connection_invalidated:
         return True
     for orig in _origins(exc):
@@ -135,6 +137,12 @@ def is_transient(exc: BaseException) -> bool:
         if "database is locked" in str(orig):  # SQLite's busy timeout
             return True
     return False
+
+
+def backoff(number: int, base: float, cap: float) -> float:
+    """The wait before attempt ``number + 1``: exponential from ``base``, at most ``cap``,
+    with full jitter (drawn from 0 up), so that the retries of many clients spread out."""
+    return random.uniform(0, min(cap, base * 2**number))
 
 
 def describe(exc: BaseException) -> str:
@@ -278,6 +286,7 @@ def retrying(
     :class:`~sqlalchemy_seqkeys.SequenceAllocationError`; each keeps the
     database error as its cause. Other exceptions pass through.
     """
+    errors = statement_errors()
     for number in range(1, attempts + 1):
         try:
             return attempt()
@@ -288,7 +297,7 @@ def retrying(
                 "max_overflow) above the number of threads that insert at once (twice that "
                 "for mode='separate'), or use mode='in_transaction'"
             ) from exc
-        except sa.exc.DBAPIError as exc:
+        except errors as exc:
             setting = lock_timeout_setting(exc)
             if setting is not None:
                 raise _lock_timeout_error(setting, what, outcome, callers=False) from exc
@@ -303,5 +312,5 @@ def retrying(
                     f"serialization failures, lost connections; last: {describe(exc)}); "
                     f"{outcome}. Check the database's health and load, then try again"
                 ) from exc
-            sleep(random.uniform(0, min(max_delay, base_delay * 2**number)))
+            sleep(backoff(number, base_delay, max_delay))
     raise AssertionError("unreachable")  # pragma: no cover

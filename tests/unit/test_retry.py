@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncmy.errors
+import google.api_core.exceptions as google_errors
 import pymysql
 import pytest
 import sqlalchemy as sa
@@ -96,6 +97,28 @@ def test_retrying_returns_after_a_transient_failure_and_never_retries_others() -
         retrying(broken, what="allocating")
     assert permanent == [1]
     assert isinstance(raised.value.__cause__, sa.exc.OperationalError), "the cause is kept"
+
+
+def test_a_bare_google_abort_is_retried_and_other_google_errors_are_worded() -> None:
+    # sqlalchemy-spanner lets Google's errors through unwrapped in places (a COMMIT)
+    assert is_transient(google_errors.Aborted("Transaction was aborted."))
+    outcomes: list[BaseException | int] = [google_errors.Aborted("aborted"), 7]
+
+    def aborted_once() -> int:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    assert retrying(aborted_once, what="allocating", base_delay=0.0001) == 7
+
+    def refused() -> int:
+        raise google_errors.InvalidArgument("Table not found: sequences")
+
+    with pytest.raises(SequenceAllocationError, match="Table not found: sequences") as raised:
+        retrying(refused, what="allocating")
+    assert isinstance(raised.value.__cause__, google_errors.InvalidArgument)
+    assert not is_transient(google_errors.InvalidArgument("no"))
 
 
 class LockNotAvailableError(Exception):
