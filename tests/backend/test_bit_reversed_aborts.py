@@ -19,7 +19,7 @@ from __future__ import annotations
 import collections
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,17 +33,11 @@ from sqlalchemy_seqkeys import (
     reverse_bits,
     sequences_table,
 )
+from tests._faults_inject import failing, retry_aborted
 
 pytestmark = pytest.mark.backend
 
-ABORTED = "The transaction was aborted and could not be retried due to a concurrent modification."
 START = 100
-
-
-def retry_aborted() -> Exception:
-    from google.cloud.spanner_dbapi.exceptions import RetryAborted
-
-    return RetryAborted(ABORTED)
 
 
 @pytest.fixture(params=[1, 5], ids=["one_by_one", "blocks"])
@@ -57,35 +51,6 @@ def sequence(request: pytest.FixtureRequest, spanner_engine: Engine) -> Iterator
         yield made
     finally:
         made.drop(spanner_engine, checkfirst=True)
-
-
-def failing(
-    monkeypatch: pytest.MonkeyPatch,
-    engine: Engine,
-    method: str,
-    fails: Callable[[int], bool],
-    error: Callable[[], Exception],
-    *,
-    roll_back: bool = False,
-) -> list[int]:
-    """Make ``engine.dialect.<method>`` raise ``error()`` on the calls ``fails(number)`` picks.
-
-    Returns the numbers of the calls made. ``roll_back``: end the DBAPI transaction
-    first, as a COMMIT that failed has.
-    """
-    real = getattr(engine.dialect, method)
-    calls: list[int] = []
-
-    def wrapper(dbapi_connection: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(len(calls) + 1)
-        if fails(len(calls)):
-            if roll_back:
-                dbapi_connection.rollback()
-            raise error()
-        return real(dbapi_connection, *args, **kwargs)
-
-    monkeypatch.setattr(engine.dialect, method, wrapper)
-    return calls
 
 
 def check_values(values: list[int]) -> None:

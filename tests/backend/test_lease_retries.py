@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,50 +28,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import WorkerLease, WorkerLeaseDatabaseError, workers_table
+from tests._faults_inject import failing, retry_aborted
 from tests._helpers import fresh_table, in_forked_child
 from tests.conftest import _Engines
 
 pytestmark = pytest.mark.backend
-
-ABORTED = "The transaction was aborted and could not be retried due to a concurrent modification."
-
-
-def retry_aborted() -> Exception:
-    from google.cloud.spanner_dbapi.exceptions import RetryAborted
-
-    return RetryAborted(ABORTED)
-
-
-def failing(
-    monkeypatch: pytest.MonkeyPatch,
-    engine: Engine,
-    method: str,
-    fails: Callable[[int], bool],
-    error: Callable[[], Exception],
-    *,
-    roll_back: bool = False,
-    after: bool = False,
-) -> list[int]:
-    """Make ``engine.dialect.<method>`` raise ``error()`` on the calls ``fails(number)`` picks.
-
-    ``roll_back``: end the DBAPI transaction first, as a COMMIT that failed has.
-    ``after``: run the real call first (the server did the work; its answer was lost).
-    """
-    real = getattr(engine.dialect, method)
-    calls: list[int] = []
-
-    def wrapper(dbapi_connection: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(len(calls) + 1)
-        if fails(len(calls)):
-            if after:
-                real(dbapi_connection, *args, **kwargs)
-            elif roll_back:
-                dbapi_connection.rollback()
-            raise error()
-        return real(dbapi_connection, *args, **kwargs)
-
-    monkeypatch.setattr(engine.dialect, method, wrapper)
-    return calls
 
 
 def _rows(engine: Engine) -> dict[int, Any]:
