@@ -10,7 +10,6 @@ docs/strategies/shard-ids.md gives the rows already there their shard ids.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,15 @@ from sqlalchemy.engine import Engine
 import sqlalchemy_seqkeys
 import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import InvalidShardError, ShardId, spanner_shard_column
-from tests._helpers import fresh_database_engine
 from tests._markdown import code_blocks
+from tests._shard_fixtures import (
+    LOGS,
+    insert_filling,
+    migrate,
+    new_logs,
+    old_logs,
+    shard_logs_engine,  # noqa: F401 - the logs_engine fixture
+)
 
 sqlalchemy_seqkeys.alembic.register()
 
@@ -33,56 +39,13 @@ pytestmark = pytest.mark.backend
 
 PAGE = Path(__file__).parent.parent.parent / "docs" / "strategies" / "shard-ids.md"
 SHARD = ShardId("user_id", shards=32)
-TABLE = "logs"  # the docs' recipe names it
-
-
-@pytest.fixture(params=["sqlite", "postgresql", "mysql", "spanner"])
-def logs_engine(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engine]:
-    """An engine on a database of its own: autogenerate sees only its ``logs`` table."""
-    with fresh_database_engine(engines, request.param, "logs") as engine:
-        yield engine
-
-
-def old_logs(metadata: sa.MetaData) -> sa.Table:
-    """``logs`` before the shard column."""
-    return sa.Table(
-        TABLE,
-        metadata,
-        sa.Column("user_id", sa.BigInteger, primary_key=True, autoincrement=False),
-        sa.Column("note", sa.String(20)),
-    )
-
-
-def new_logs(metadata: sa.MetaData) -> sa.Table:
-    """``logs`` as the model has it now."""
-    return sa.Table(
-        TABLE,
-        metadata,
-        sa.Column("user_id", sa.BigInteger, primary_key=True, autoincrement=False),
-        sa.Column("note", sa.String(20)),
-        spanner_shard_column("shard", "user_id", shards=32),
-    )
+TABLE = LOGS  # "logs": the docs' recipe names it
 
 
 def stored_shards(engine: Engine) -> dict[int, int]:
     with engine.connect() as conn:
         rows = conn.execute(sa.text(f"SELECT user_id, shard FROM {TABLE}")).all()
     return dict(rows)
-
-
-def is_spanner(engine: Engine) -> bool:
-    return engine.dialect.name.startswith("spanner")
-
-
-def migrate(engine: Engine, run: Callable[[Operations], object]) -> None:
-    """``run(op)`` in an Alembic migration on ``engine`` (Spanner's DDL is not transactional)."""
-    autocommit = {"isolation_level": "AUTOCOMMIT"} if is_spanner(engine) else {}
-    with engine.connect().execution_options(**autocommit) as conn:
-        context = MigrationContext.configure(conn, opts={"render_as_batch": True})
-        with Operations.context(context) as op:
-            run(op)
-        if not is_spanner(engine):
-            conn.commit()
 
 
 # -- the check -----------------------------------------------------------------
@@ -161,7 +124,7 @@ def test_the_add_column_autogenerate_writes_runs(logs_engine: Engine) -> None:
             },
         )
         script = render_python_code(
-            produce_migrations(context, new_logs(sa.MetaData()).metadata).upgrade_ops,
+            produce_migrations(context, new_logs(sa.MetaData(), shards=32).metadata).upgrade_ops,
             render_item=sqlalchemy_seqkeys.alembic.render_item,
         )
     assert "sqlalchemy_seqkeys.spanner_shard_column('shard', 'user_id', shards=32" in script
@@ -170,18 +133,9 @@ def test_the_add_column_autogenerate_writes_runs(logs_engine: Engine) -> None:
     def run(op: Operations) -> None:
         exec(body, {"op": op, "sa": sa, "sqlalchemy_seqkeys": sqlalchemy_seqkeys})
 
-    migrate(engine, run)
-    filling = sa.create_engine(engine.url, plugins=["seqkeys_shards"])
-    if is_spanner(engine):
-        from tests._emulator import configure_engine
-
-        configure_engine(filling)
-    try:
-        with filling.begin() as conn:
-            rows = [{"user_id": u, "note": "x"} for u in (1, 2, 3, -7)]
-            conn.execute(sa.insert(new_logs(sa.MetaData())), rows)
-    finally:
-        filling.dispose()
+    migrate(engine, run, render_as_batch=True)
+    rows = [{"user_id": u, "note": "x"} for u in (1, 2, 3, -7)]
+    insert_filling(engine, new_logs(sa.MetaData(), shards=32), rows)
     assert stored_shards(engine) == {u: SHARD.of(u) for u in (1, 2, 3, -7)}
 
 
@@ -206,13 +160,13 @@ def test_the_docs_recipe_gives_existing_rows_their_shard_ids(logs_engine: Engine
     users = [1, 2, 3, -7, 2**62]
     with engine.begin() as conn:
         conn.execute(sa.insert(table), [{"user_id": u, "note": "x"} for u in users])
-    migrate(engine, lambda op: recipe()["add_upgrade"]())
+    migrate(engine, lambda op: recipe()["add_upgrade"](), render_as_batch=True)
     assert stored_shards(engine) == {u: SHARD.of(u) for u in users}
     columns = {c["name"]: c for c in sa.inspect(engine).get_columns(TABLE)}
     assert columns["shard"]["nullable"] is False
 
     # Changing N: every row gets the new N's id
-    migrate(engine, lambda op: recipe(5)["upgrade"]())
+    migrate(engine, lambda op: recipe(5)["upgrade"](), render_as_batch=True)
     assert stored_shards(engine) == {u: ShardId("user_id", shards=5).of(u) for u in users}
     columns = {c["name"]: c for c in sa.inspect(engine).get_columns(TABLE)}
     assert columns["shard"]["nullable"] is False
