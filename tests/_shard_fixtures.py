@@ -1,7 +1,9 @@
-"""A ``logs`` table before and after its shard column is added, an engine on a database of its
-own to add it on (autogenerate compares the whole database), and how the tests run a migration
-and insert through an engine that fills the column. A test module takes the fixture by
-importing it (``import shard_logs_engine``: the ``logs_engine`` fixture)."""
+"""What the shard-column tests share. The ``logs`` table before and after its shard column is
+added, an engine on a database of its own to add it on (autogenerate compares the whole
+database), a migration run on it, an insert through an engine that fills the column; the
+table of test_shard_orm's shard column created anew on the suite's engine, its ORM class
+and the shard ids it holds. A test module takes a fixture by importing it:
+``shard_logs_engine`` is the ``logs_engine`` fixture, ``shard_table`` the ``table`` one."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from alembic.operations import Operations
 from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import spanner_shard_column
-from tests._helpers import fresh_database_engine
+from tests._helpers import fresh_database_engine, fresh_tables
+from tests.backend.test_shard_orm import shard_column_table
 
 LOGS = "logs"
 #: the engines where the library fills a shard column on INSERT (Spanner computes it)
@@ -51,6 +54,33 @@ def new_logs(metadata: sa.MetaData, name: str = LOGS, *, shards: int, **shard_kw
         sa.Column("note", sa.String(20)),
         spanner_shard_column("shard", "user_id", shards=shards, **shard_kw),
     )
+
+
+#: the name of the ``table`` fixture's table
+SHARD_TABLE = "seqkeys_shard_filled"
+
+
+@pytest.fixture(name="table")
+def shard_table(engine: Engine) -> Iterator[sa.Table]:
+    """test_shard_orm's shard table, created anew on the suite's engine, dropped after."""
+    metadata = sa.MetaData()
+    made = shard_column_table(metadata, SHARD_TABLE)
+    with fresh_tables(engine, metadata):
+        yield made
+
+
+class Row:
+    """The ORM's class for the shard table (mapped per test, on a registry of its own)."""
+
+    def __init__(self, **values: Any) -> None:
+        for key, value in values.items():
+            setattr(self, key, value)
+
+
+def stored_shard_ids(engine: Engine, table: sa.Table) -> dict[Any, int]:
+    """The shard id each row of the shard table holds, by its ``n``."""
+    with engine.connect() as conn:
+        return dict(conn.execute(sa.select(table.c.n, table.c.shard)).all())
 
 
 def is_spanner(engine: Engine) -> bool:

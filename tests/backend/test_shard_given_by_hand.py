@@ -20,37 +20,21 @@ from sqlalchemy.orm import Session, registry
 
 from sqlalchemy_seqkeys import InvalidShardError, ShardId, fill_shard_columns
 from tests._helpers import fresh_tables
+from tests._shard_fixtures import (
+    SHARD_TABLE,
+    Row,
+    shard_table,  # noqa: F401 - the table fixture
+    stored_shard_ids,
+)
 from tests.backend.test_shard_orm import generated_rows, own_engine, shard_column_table
 
 pytestmark = pytest.mark.backend
 
 SHARD = ShardId("n", "s", "b", "ts", "d", shards=2048)
-TABLE = "seqkeys_shard_given"
-
-
-class Row:
-    """The ORM's class for the shard table (mapped per test, on a registry of its own)."""
-
-    def __init__(self, **values: Any) -> None:
-        for key, value in values.items():
-            setattr(self, key, value)
 
 
 def right(row: dict[str, Any]) -> int:
     return SHARD.of(row["n"], row["s"], row["b"], row["ts"], row["d"])
-
-
-def stored(engine: Engine, table: sa.Table) -> dict[Any, int]:
-    with engine.connect() as conn:
-        return dict(conn.execute(sa.select(table.c.n, table.c.shard)).all())
-
-
-@pytest.fixture
-def table(engine: Engine) -> Iterator[sa.Table]:
-    metadata = sa.MetaData()
-    made = shard_column_table(metadata, TABLE)
-    with fresh_tables(engine, metadata):
-        yield made
 
 
 @pytest.fixture
@@ -80,7 +64,7 @@ def test_the_right_shard_id_given_by_hand_is_taken(mine: Engine, table: sa.Table
                 session.commit()
         finally:
             mapper.dispose()
-    assert stored(mine, table) == {r["n"]: right(r) for r in rows}
+    assert stored_shard_ids(mine, table) == {r["n"]: right(r) for r in rows}
 
 
 def test_a_wrong_shard_id_given_by_hand_is_refused_everywhere(
@@ -97,7 +81,7 @@ def test_a_wrong_shard_id_given_by_hand_is_refused_everywhere(
     for how, attempt in attempts.items():
         with pytest.raises(InvalidShardError, match=match), mine.begin() as conn:
             attempt(conn)
-        assert stored(mine, table) == {}, how
+        assert stored_shard_ids(mine, table) == {}, how
     mapper = registry()
     mapper.map_imperatively(Row, table)
     try:
@@ -107,7 +91,7 @@ def test_a_wrong_shard_id_given_by_hand_is_refused_everywhere(
                 session.commit()
     finally:
         mapper.dispose()
-    assert stored(mine, table) == {}
+    assert stored_shard_ids(mine, table) == {}
 
 
 def test_a_given_shard_id_needs_the_hashed_columns(mine: Engine, table: sa.Table) -> None:
@@ -129,14 +113,14 @@ def test_an_engine_that_did_not_opt_in_checks_too_and_warns(
             conn.execute(sa.insert(table), {**rows[0], "shard": right(rows[0]) + 1})
         with pytest.warns(DeprecationWarning, match="did not opt in"), old.begin() as conn:
             conn.execute(sa.insert(table), [{**r, "shard": right(r)} for r in rows])
-    assert stored(engine, table) == {r["n"]: right(r) for r in rows}
+    assert stored_shard_ids(engine, table) == {r["n"]: right(r) for r in rows}
 
 
 def test_a_values_insert_spanner_cannot_rebuild_is_refused(spanner_engine: Engine) -> None:
     """``.values(...)`` with more than its values (RETURNING): the shard id cannot be left out
     without losing the rest, so the right one is refused too, saying what to do."""
     metadata = sa.MetaData()
-    table = shard_column_table(metadata, TABLE)
+    table = shard_column_table(metadata, SHARD_TABLE)
     row = generated_rows(1)[0]
     with own_engine(spanner_engine) as mine, fresh_tables(mine, metadata):
         fill_shard_columns(mine)
@@ -148,4 +132,4 @@ def test_a_values_insert_spanner_cannot_rebuild_is_refused(spanner_engine: Engin
             conn.execute(statement)
         with mine.begin() as conn:  # left out: the server computes it
             conn.execute(sa.insert(table).values(**row).returning(table.c.n))
-        assert stored(mine, table) == {row["n"]: right(row)}
+        assert stored_shard_ids(mine, table) == {row["n"]: right(row)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -27,7 +27,13 @@ from sqlalchemy_seqkeys import (
     fill_shard_columns,
     spanner_shard_column,
 )
-from tests._helpers import fresh_tables
+from tests._shard_fixtures import (
+    SHARD_TABLE,
+    Row,
+    is_spanner,
+    shard_table,  # noqa: F401 - the table fixture
+    stored_shard_ids,
+)
 from tests.backend.test_shard_orm import (
     filling_engine,
     generated_rows,
@@ -39,38 +45,11 @@ from tests.conftest import AsyncDatabase
 pytestmark = pytest.mark.backend
 
 SHARD = ShardId("n", "s", "b", "ts", "d", shards=2048)
-TABLE = "seqkeys_shard_opt_in"
 DEPRECATED = r"did not opt in.*fill_shard_columns\(engine\).*plugins=\['seqkeys_shards'\]"
-
-
-class Row:
-    """The ORM's class for the shard table (mapped per test, on a registry of its own)."""
-
-    def __init__(self, **values: Any) -> None:
-        for key, value in values.items():
-            setattr(self, key, value)
-
-
-def is_spanner(engine: Engine) -> bool:
-    return engine.dialect.name.startswith("spanner")
 
 
 def expected(rows: list[dict[str, Any]]) -> dict[Any, int]:
     return {r["n"]: SHARD.of(r["n"], r["s"], r["b"], r["ts"], r["d"]) for r in rows}
-
-
-def stored(engine: Engine, table: sa.Table) -> dict[Any, int]:
-    with engine.connect() as conn:
-        return dict(conn.execute(sa.select(table.c.n, table.c.shard)).all())
-
-
-@pytest.fixture
-def table(engine: Engine) -> Iterator[sa.Table]:
-    """The shard table, created anew on the suite's engine, dropped after."""
-    metadata = sa.MetaData()
-    made = shard_column_table(metadata, TABLE)
-    with fresh_tables(engine, metadata):
-        yield made
 
 
 def insert_every_way(engine: Engine, table: sa.Table, rows: list[dict[str, Any]]) -> None:
@@ -109,7 +88,7 @@ def test_an_engine_that_opted_in_fills_every_insert_without_a_warning(
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no DeprecationWarning, nor anything else
             insert_every_way(mine, table, rows)
-        assert stored(mine, table) == expected(rows)  # on Spanner: the server's values
+        assert stored_shard_ids(mine, table) == expected(rows)  # on Spanner: the server's values
 
 
 def test_an_engine_that_opted_in_computes_each_row_once(
@@ -136,7 +115,7 @@ def test_an_engine_that_opted_in_computes_each_row_once(
             conn.execute(sa.insert(table), rows[11])  # a copy of the engine: opted in too
     assert len(computed) == (0 if is_spanner(engine) else 12)  # Spanner computes it itself
     monkeypatch.undo()
-    assert stored(engine, table) == expected(rows)
+    assert stored_shard_ids(engine, table) == expected(rows)
 
 
 def _implicit_listener() -> Any:
@@ -153,7 +132,7 @@ def test_an_engine_that_did_not_opt_in_warns_once_and_is_still_filled(
         with own_engine(engine) as old, warnings.catch_warnings():
             warnings.simplefilter("error")
             insert_every_way(old, table, rows[:30])
-        assert stored(engine, table) == expected(rows[:30])
+        assert stored_shard_ids(engine, table) == expected(rows[:30])
         return
     right = expected(rows[:1])[rows[0]["n"]]
     with own_engine(engine) as old:
@@ -176,7 +155,7 @@ def test_an_engine_that_did_not_opt_in_warns_once_and_is_still_filled(
         other.begin() as conn,
     ):
         conn.execute(sa.insert(table), rows[36:])
-    assert stored(engine, table) == expected(rows)
+    assert stored_shard_ids(engine, table) == expected(rows)
 
 
 def test_the_filled_value_is_spanners_farm_fingerprint(engine: Engine) -> None:
@@ -224,7 +203,7 @@ def test_a_wrong_shard_id_given_by_hand_is_refused(engine: Engine, table: sa.Tab
             conn.execute(sa.insert(table).values(**row, shard=right + 1))
         with mine.begin() as conn:
             conn.execute(sa.insert(table), {**row, "shard": right})  # the right one is kept
-    assert stored(engine, table) == {row["n"]: right}
+    assert stored_shard_ids(engine, table) == {row["n"]: right}
 
 
 # -- AsyncEngine ----------------------------------------------------------------------------
@@ -241,7 +220,7 @@ ASYNC_OPT_INS: dict[str, Callable[[AsyncDatabase], AsyncEngine]] = {
 def test_an_async_engine_fills_the_shard_columns(async_database: AsyncDatabase, how: str) -> None:
     rows = generated_rows(30)
     metadata = sa.MetaData()
-    table = shard_column_table(metadata, TABLE)
+    table = shard_column_table(metadata, SHARD_TABLE)
 
     async def main() -> None:
         engine = ASYNC_OPT_INS[how](async_database)
@@ -264,7 +243,7 @@ def test_an_async_engine_fills_the_shard_columns(async_database: AsyncDatabase, 
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
                 asyncio.run(main())
-        assert stored(async_database.sync, table) == expected(rows)
+        assert stored_shard_ids(async_database.sync, table) == expected(rows)
     finally:
         metadata.drop_all(async_database.sync)
 
