@@ -67,6 +67,11 @@ class _MariaDBUuid(sqltypes.UserDefinedType[str]):
         return process
 
 
+def _uuid_or_none(value: Any) -> uuid.UUID | None:
+    """None for None, else ``value`` as a UUID (what :func:`_as_uuid` accepts)."""
+    return None if value is None else _as_uuid(value)
+
+
 def _uuid_bytes(value: uuid.UUID) -> bytes:
     return value.bytes
 
@@ -176,7 +181,7 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
         # The same conversion as process_bind_param, as one closure per storage
         # form, looked up once per dialect: it runs once per row. A uuid.UUID
         # (what every default mints) takes one class check; None and text take
-        # the slow branch.
+        # the slow branch, _uuid_or_none.
         form = self._form(dialect)
         impl_process = self.impl_instance.bind_processor(dialect)
         uuid_class = uuid.UUID
@@ -185,10 +190,8 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
         if form == "text":
 
             def process(value: Any) -> Any:
-                if value.__class__ is not uuid_class:
-                    if value is None:
-                        return None
-                    value = _as_uuid(value)
+                if value.__class__ is not uuid_class and (value := _uuid_or_none(value)) is None:
+                    return None
                 # _uuid_text, inlined
                 h = value.int.to_bytes(16, "big").hex()
                 return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
@@ -196,20 +199,16 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
         elif form == "bytes":
 
             def process(value: Any) -> Any:
-                if value.__class__ is not uuid_class:
-                    if value is None:
-                        return None
-                    value = _as_uuid(value)
+                if value.__class__ is not uuid_class and (value := _uuid_or_none(value)) is None:
+                    return None
                 return value.int.to_bytes(16, "big")  # UUID.bytes, without the property
 
         else:
             to_stored = _TO_STORED[form]
 
             def process(value: Any) -> Any:
-                if value.__class__ is not uuid_class:
-                    if value is None:
-                        return None
-                    value = _as_uuid(value)
+                if value.__class__ is not uuid_class and (value := _uuid_or_none(value)) is None:
+                    return None
                 return to_stored(value)
 
         if impl_process is None:
