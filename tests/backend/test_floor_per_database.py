@@ -8,7 +8,6 @@ Kept by URL only, two engines with the same URL reaching different databases (a
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -19,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from sqlalchemy_seqkeys import SequenceMovedBackwardsError, TableSequence, sequences_table
+from tests._faults_inject import created_anew_while_taking
 from tests._helpers import tenant_schemas
 
 pytestmark = pytest.mark.backend
@@ -181,23 +181,8 @@ def test_a_sequence_created_anew_during_an_allocation_starts_afresh(
     engine = _engine(stack, pg_engine.url)
     sequence = _prepare(engine)
     assert sequence.next_values(engine, 150)[-1] == 150
-    allocated, go_on = threading.Event(), threading.Event()
-
-    def pause_after_the_update(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if threading.current_thread().name == "old-row" and "UPDATE" in statement:
-            allocated.set()  # 151..200 taken from the former row, committed (autocommit)
-            go_on.wait(10)
-
-    sa.event.listen(engine, "after_cursor_execute", pause_after_the_update)
-    got: list[int] = []
-    thread = threading.Thread(
-        target=lambda: got.extend(sequence.next_values(engine, 50)), name="old-row"
-    )
-    thread.start()
-    assert allocated.wait(10)
-    sequence.drop(engine)
-    sequence.create(engine)  # anew, at 1: this process forgets what it received
-    go_on.set()
-    thread.join()
+    got = created_anew_while_taking(
+        engine, sequence, lambda: sequence.next_values(engine, 50), paused_after="UPDATE"
+    )  # 151..200 taken from the former row, committed (autocommit), before it was created anew
     assert got == list(range(151, 201))
     assert sequence.next_value(engine) == 1  # was SequenceMovedBackwardsError (up to 200)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +28,7 @@ from sqlalchemy_seqkeys import (
     resync_pooled_sequence,
     reverse_bits,
 )
+from tests._faults_inject import created_anew_while_taking
 from tests._helpers import in_forked_child
 from tests.backend._pooled import ROWS, TABLE, execute
 from tests.backend._tenants import Tenants, two_tenants  # noqa: F401 - the tenants fixture
@@ -126,28 +126,14 @@ def test_a_sequence_created_anew_during_a_fetch_starts_afresh(native_engine: Eng
     sequence = PooledSequence(NAME, batch_size=SIZE, table=TABLE)
     sequence.create(engine)
     assert sequence.next_values(engine, 25)[-1] == 25  # blocks 1, 11, 21 received
-    fetched, go_on = threading.Event(), threading.Event()
-
-    def pause_after_nextval(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if threading.current_thread().name == "former" and "nextval" in statement.lower():
-            fetched.set()  # block 31..40 of the former sequence
-            go_on.wait(10)
-
-    sa.event.listen(engine, "after_cursor_execute", pause_after_nextval)
-    got: list[int] = []
     other = PooledSequence(NAME, batch_size=SIZE, table=TABLE)  # holds no block yet
-    thread = threading.Thread(target=lambda: got.append(other.next_value(engine)), name="former")
     try:
-        thread.start()
-        assert fetched.wait(10)
-        sequence.drop(engine)
-        sequence.create(engine)  # anew, at 1: this process forgets what it received
-        go_on.set()
-        thread.join()
+        got = created_anew_while_taking(
+            engine, sequence, lambda: [other.next_value(engine)], paused_after="nextval"
+        )  # block 31..40 of the former sequence, fetched before it was created anew
         assert got == [31]
         assert sequence.next_values(engine, 3) == [1, 2, 3]  # was SequenceMovedBackwardsError
     finally:
-        go_on.set()
         engine.dispose()
 
 
