@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -23,7 +24,12 @@ from sqlalchemy_seqkeys.sequences import _lane
 from tests._helpers import fresh_table
 from tests.conftest import AsyncDatabase
 
-pytestmark = pytest.mark.backend
+#: the lanes are the same on every server: PostgreSQL (through both drivers) and SQLite run them
+LANE_DRIVERS = ["sqlite+aiosqlite", "postgresql+asyncpg", "postgresql+psycopg_async"]
+pytestmark = [
+    pytest.mark.backend,
+    pytest.mark.parametrize("async_database", LANE_DRIVERS, indirect=True),
+]
 
 LOOPS = 8
 LANE_MODES = ["separate", "batch", "async_batch"]
@@ -31,10 +37,19 @@ LANE_MODES = ["separate", "batch", "async_batch"]
 
 @pytest.fixture
 def lane_db(async_database: AsyncDatabase) -> Iterator[AsyncDatabase]:
-    if async_database.label.startswith(("mysql", "postgresql18")):
-        pytest.skip("the lanes are the same on every server: PostgreSQL and SQLite run them")
     with fresh_table(async_database.sync, sequences_table):
         yield async_database
+
+
+def _sequence(db: AsyncDatabase, name: str, mode: str) -> TableSequence:
+    """A TableSequence of ``mode`` created on ``db``: blocks of 5 where it takes blocks,
+    the next one taken ahead at 2 left (``async_batch``)."""
+    kw: dict[str, Any] = {"batch_size": 5} if mode != "separate" else {}
+    if mode == "async_batch":
+        kw["low_watermark"] = 2
+    seq = TableSequence(name, mode=mode, **kw)  # type: ignore[arg-type]
+    seq.create(db.sync)
+    return seq
 
 
 def _tagged_engine(db: AsyncDatabase, tag: str) -> AsyncEngine:
@@ -59,6 +74,35 @@ def _server_connections(db: AsyncDatabase, tag: str) -> int:
         )
 
 
+@dataclass
+class _Watched:
+    """An AsyncEngine on ``db``, its connections named ``tag`` on PostgreSQL, and the
+    aiosqlite threads running before it: what tells whether it left anything open."""
+
+    db: AsyncDatabase
+    engine: AsyncEngine
+    tag: str
+    threads_before: int
+
+    @classmethod
+    def on(cls, db: AsyncDatabase) -> _Watched:
+        tag = "seqkeys_lanes_" + uuid.uuid4().hex[:8]
+        threads_before = _aiosqlite_threads()
+        return cls(db, _tagged_engine(db, tag), tag, threads_before)
+
+    def server_connections(self) -> int:
+        return _server_connections(self.db, self.tag)
+
+    def assert_nothing_left_open(self) -> None:
+        """No lane of the engine alive, and no server connection (PostgreSQL) or aiosqlite
+        thread (SQLite) of it left."""
+        assert _lanes_of(self.engine) == []
+        if self.db.backend == "postgresql":
+            assert self.server_connections() == 0
+        else:
+            assert _aiosqlite_threads() == self.threads_before
+
+
 def _lanes_of(engine: AsyncEngine) -> list[Any]:
     """The lanes of ``engine`` still alive anywhere in the process (not only registered)."""
     gc.collect()
@@ -75,14 +119,9 @@ def _aiosqlite_threads() -> int:
 
 @pytest.mark.parametrize("mode", LANE_MODES)
 def test_loops_sharing_an_engine_leave_no_lane(lane_db: AsyncDatabase, mode: str) -> None:
-    kw: dict[str, Any] = {"batch_size": 5} if mode != "separate" else {}
-    if mode == "async_batch":
-        kw["low_watermark"] = 2
-    seq = TableSequence(f"loops_{mode}", mode=mode, **kw)  # type: ignore[arg-type]
-    seq.create(lane_db.sync)
-    tag = "seqkeys_lanes_" + uuid.uuid4().hex[:8]
-    threads_before = _aiosqlite_threads()
-    engine = _tagged_engine(lane_db, tag)
+    seq = _sequence(lane_db, f"loops_{mode}", mode)
+    watched = _Watched.on(lane_db)
+    engine = watched.engine
     taken: list[int] = []
 
     async def job() -> None:
@@ -96,13 +135,9 @@ def test_loops_sharing_an_engine_leave_no_lane(lane_db: AsyncDatabase, mode: str
         # each loop's lane was closed as its loop ended (asyncio.run shuts it down)
         assert [lane for lane in _lanes_of(engine) if not lane.closed] == []
         if lane_db.backend == "postgresql":
-            assert _server_connections(lane_db, tag) <= 1  # the engine's own pool at most
+            assert watched.server_connections() <= 1  # the engine's own pool at most
         asyncio.run(engine.dispose())
-        assert _lanes_of(engine) == []
-        if lane_db.backend == "postgresql":
-            assert _server_connections(lane_db, tag) == 0
-        else:
-            assert _aiosqlite_threads() == threads_before
+        watched.assert_nothing_left_open()
     finally:
         asyncio.run(engine.dispose())
     assert len(taken) == LOOPS * 3 * 5
@@ -123,14 +158,9 @@ def test_loops_closed_without_shutdown_are_released_by_dispose(
     """
     if lane_db.label == "postgresql+asyncpg":
         pytest.skip("asyncpg cannot close a connection of a closed loop")
-    kw: dict[str, Any] = {"batch_size": 5} if mode != "separate" else {}
-    if mode == "async_batch":
-        kw["low_watermark"] = 2
-    seq = TableSequence(f"closed_{mode}", mode=mode, **kw)  # type: ignore[arg-type]
-    seq.create(lane_db.sync)
-    tag = "seqkeys_lanes_" + uuid.uuid4().hex[:8]
-    threads_before = _aiosqlite_threads()
-    engine = _tagged_engine(lane_db, tag)
+    seq = _sequence(lane_db, f"closed_{mode}", mode)
+    watched = _Watched.on(lane_db)
+    engine = watched.engine
     taken: list[int] = []
 
     async def job() -> None:
@@ -146,11 +176,7 @@ def test_loops_closed_without_shutdown_are_released_by_dispose(
             del loop
         assert len([lane for lane in _lanes_of(engine) if not lane.closed]) <= 1
         asyncio.run(engine.dispose())
-        assert _lanes_of(engine) == []
-        if lane_db.backend == "postgresql":
-            assert _server_connections(lane_db, tag) == 0
-        else:
-            assert _aiosqlite_threads() == threads_before
+        watched.assert_nothing_left_open()
     finally:
         asyncio.run(engine.dispose())
     assert len(set(taken)) == len(taken) == LOOPS * 7
@@ -163,22 +189,16 @@ def test_a_sync_dispose_outside_any_loop_closes_the_lanes_of_closed_loops(
     without a shutdown are closed too (on a loop of the call's own)."""
     if lane_db.label == "postgresql+asyncpg":
         pytest.skip("asyncpg cannot close a connection of a closed loop")
-    seq = TableSequence("sync_dispose", mode="batch", batch_size=5)
-    seq.create(lane_db.sync)
-    tag = "seqkeys_lanes_" + uuid.uuid4().hex[:8]
-    threads_before = _aiosqlite_threads()
-    engine = _tagged_engine(lane_db, tag)
+    seq = _sequence(lane_db, "sync_dispose", "batch")
+    watched = _Watched.on(lane_db)
+    engine = watched.engine
     loop = asyncio.new_event_loop()
     try:
         taken = loop.run_until_complete(seq.next_values_async(engine, 3))
     finally:
         loop.close()
     engine.sync_engine.dispose()
-    assert _lanes_of(engine) == []
-    if lane_db.backend == "postgresql":
-        assert _server_connections(lane_db, tag) == 0
-    else:
-        assert _aiosqlite_threads() == threads_before
+    watched.assert_nothing_left_open()
     assert len(taken) == 3
 
 
@@ -187,10 +207,9 @@ def test_dispose_closes_the_lane_of_a_loop_running_in_another_thread(
 ) -> None:
     """``await engine.dispose()`` on one loop closes the lane of a loop that runs on in
     another thread: on that loop, by a task of it; that loop's next value opens a new one."""
-    seq = TableSequence("other_thread", mode="batch", batch_size=5)
-    seq.create(lane_db.sync)
-    tag = "seqkeys_lanes_" + uuid.uuid4().hex[:8]
-    engine = _tagged_engine(lane_db, tag)
+    seq = _sequence(lane_db, "other_thread", "batch")
+    watched = _Watched.on(lane_db)
+    engine = watched.engine
     other = asyncio.new_event_loop()
     thread = threading.Thread(target=other.run_forever, daemon=True)
     thread.start()
@@ -208,9 +227,9 @@ def test_dispose_closes_the_lane_of_a_loop_running_in_another_thread(
             time.sleep(0.01)
         assert lane.released
         if lane_db.backend == "postgresql":
-            while _server_connections(lane_db, tag) and time.monotonic() < deadline:
+            while watched.server_connections() and time.monotonic() < deadline:
                 time.sleep(0.05)
-            assert _server_connections(lane_db, tag) == 0
+            assert watched.server_connections() == 0
         taken += on_other(9)  # a new lane on the other loop
         assert len(set(taken)) == len(taken) == 12
     finally:
