@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -18,27 +20,34 @@ from sqlalchemy_seqkeys import (
 pytestmark = pytest.mark.backend
 
 
-@pytest.mark.parametrize("rotated", [False, True], ids=["plain", "rotated"])
-def test_snowflake_keys_round_trip(engine: Engine, rotated: bool) -> None:
-    ids = Snowflake(worker_id=42, transform=rotate_digits if rotated else None)
+def keyed_by(ids: Snowflake, table: str) -> Any:
+    """A mapped class of ``table`` (a MetaData of its own): a BIGINT key ``id`` that ``ids``
+    mints, and a ``note``."""
 
     class Base(DeclarativeBase):
         pass
 
-    class Event(Base):
-        __tablename__ = f"seqkeys_snowflake_{'rot' if rotated else 'plain'}"
+    class Row(Base):
+        __tablename__ = table
         id: Mapped[int] = mapped_column(
             sa.BigInteger, primary_key=True, default=ids, autoincrement=False
         )
         note: Mapped[str] = mapped_column(sa.String(20))
 
-    Base.metadata.drop_all(engine)
-    Base.metadata.create_all(engine)
+    return Row
+
+
+@pytest.mark.parametrize("rotated", [False, True], ids=["plain", "rotated"])
+def test_snowflake_keys_round_trip(engine: Engine, rotated: bool) -> None:
+    ids = Snowflake(worker_id=42, transform=rotate_digits if rotated else None)
+    row = keyed_by(ids, f"seqkeys_snowflake_{'rot' if rotated else 'plain'}")
+    row.metadata.drop_all(engine)
+    row.metadata.create_all(engine)
     try:
         with Session(engine) as session:
-            session.add_all(Event(note=str(i)) for i in range(500))
+            session.add_all(row(note=str(i)) for i in range(500))
             session.commit()
-            stored = session.scalars(sa.select(Event.id)).all()
+            stored = session.scalars(sa.select(row.id)).all()
         assert len(set(stored)) == 500
         assert all(0 < v < 2**63 for v in stored)
         decoded = [ids.decode(v) for v in stored]
@@ -54,12 +63,12 @@ def test_snowflake_keys_round_trip(engine: Engine, rotated: bool) -> None:
             # plain snowflake ids sort in minting order, so the server's order
             # is the time order
             with Session(engine) as session:
-                ordered = session.scalars(sa.select(Event.id).order_by(Event.id)).all()
+                ordered = session.scalars(sa.select(row.id).order_by(row.id)).all()
             assert [ids.decode(v).timestamp for v in ordered] == sorted(
                 d.timestamp for d in decoded
             )
     finally:
-        Base.metadata.drop_all(engine)
+        row.metadata.drop_all(engine)
 
 
 def test_leased_snowflake_keys_round_trip(engine: Engine) -> None:
@@ -71,27 +80,17 @@ def test_leased_snowflake_keys_round_trip(engine: Engine) -> None:
     metadata.create_all(engine)
     lease = WorkerLease(engine, ttl=10, table="seqkeys_orm_workers", create_table=False).start()
     ids = Snowflake(worker_id=lease)
-
-    class Base(DeclarativeBase):
-        pass
-
-    class Order(Base):
-        __tablename__ = "seqkeys_snowflake_leased"
-        id: Mapped[int] = mapped_column(
-            sa.BigInteger, primary_key=True, default=ids, autoincrement=False
-        )
-        note: Mapped[str] = mapped_column(sa.String(20))
-
-    Base.metadata.drop_all(engine)
-    Base.metadata.create_all(engine)
+    row = keyed_by(ids, "seqkeys_snowflake_leased")
+    row.metadata.drop_all(engine)
+    row.metadata.create_all(engine)
     try:
         with Session(engine) as session:
-            session.add_all(Order(note=str(i)) for i in range(300))
+            session.add_all(row(note=str(i)) for i in range(300))
             session.commit()
-            stored = session.scalars(sa.select(Order.id).order_by(Order.id)).all()
+            stored = session.scalars(sa.select(row.id).order_by(row.id)).all()
         assert len(set(stored)) == 300
         assert {ids.decode(v).worker_id for v in stored} == {lease.worker_id}
     finally:
         lease.close()
-        Base.metadata.drop_all(engine)
+        row.metadata.drop_all(engine)
         metadata.drop_all(engine)
