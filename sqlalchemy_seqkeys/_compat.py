@@ -138,9 +138,20 @@ def insert_values(statement: sa.Insert) -> Mapping[Any, Any] | None:
     return values or None
 
 
-def insert_multi_values(statement: sa.Insert) -> bool:
-    """True where ``insert(t).values([...])`` was given several rows (``_multi_values``)."""
-    return bool(getattr(statement, "_multi_values", None))
+def insert_multi_values(statement: sa.Insert) -> frozenset[str]:
+    """The column keys that the rows of ``insert(t).values([...])`` give; empty: no such rows.
+
+    ``ValuesBase._multi_values`` (private; 2.0, 2.1): batches of rows, each a dict (by
+    column or name) or a tuple in the table's column order.
+    """
+    keys: set[str] = set()
+    for batch in getattr(statement, "_multi_values", None) or ():
+        for row in batch:
+            if isinstance(row, Mapping):
+                keys.update(k if isinstance(k, str) else getattr(k, "key", str(k)) for k in row)
+            else:
+                keys.update(column.key for column in list(statement.table.c)[: len(row)])
+    return frozenset(keys)
 
 
 # -- asyncio through SQLAlchemy's greenlet ---------------------------------------------

@@ -675,6 +675,16 @@ def _given_left_out(
         if not any(key in params for key in keys):
             return None
         return statement, multiparams, _left_out(params, shards)
+    given = insert_multi_values(statement).intersection(keys)
+    if given:
+        raise InvalidShardError(
+            f"this INSERT into {statement.table} gives shard column(s) "
+            f"{', '.join(sorted(given))} a value in several rows of .values([...]), which "
+            f"{conn.dialect.name} computes itself and refuses to be given: leave the shard "
+            "column out (the server computes it), or pass the rows as parameters "
+            "(conn.execute(insert(table), rows)), where each given one is checked and left "
+            "out for you"
+        )
     values = insert_values(statement)
     if not values or not any(_value_key(key) in keys for key in values):
         return None

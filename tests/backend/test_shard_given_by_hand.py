@@ -133,3 +133,18 @@ def test_a_values_insert_spanner_cannot_rebuild_is_refused(spanner_engine: Engin
         with mine.begin() as conn:  # left out: the server computes it
             conn.execute(sa.insert(table).values(**row).returning(table.c.n))
         assert stored_shard_ids(mine, table) == {row["n"]: right(row)}
+
+
+@pytest.mark.parametrize("form", ["dicts", "tuples"])
+def test_a_multi_row_values_insert_with_shard_ids_is_refused_with_what_to_do(
+    mine: Engine, table: sa.Table, form: str
+) -> None:
+    """``insert(t).values([...])`` giving shard ids: refused before anything is sent (the
+    library neither checks nor leaves them out there), never the server's raw refusal."""
+    rows = [{**r, "shard": right(r)} for r in generated_rows(2)]
+    given: list[Any] = rows
+    if form == "tuples":
+        given = [tuple(r[c.key] for c in table.c) for r in rows]
+    with pytest.raises(InvalidShardError, match="pass the rows as parameters"), mine.begin() as c:
+        c.execute(sa.insert(table).values(given))
+    assert stored_shard_ids(mine, table) == {}
