@@ -94,8 +94,11 @@ class IdBits:
         """``value`` as an int if it is an id of this width, else None."""
         if value.__class__ is int and 0 <= value <= self.maximum:
             return value
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= self.maximum:
-            return int(value)  # an int subclass (an IntEnum) that validation let through
+        if isinstance(value, int) and not isinstance(value, bool):
+            # an int subclass (an IntEnum) that validation let through: int.__int__ is the
+            # value itself, checked and written (its own __int__ or comparisons may lie)
+            plain = int.__int__(value)
+            return plain if 0 <= plain <= self.maximum else None
         return None
 
     def _to_number(self, value: Any) -> int:
