@@ -78,6 +78,7 @@ _EXPORTS: dict[str, str] = {
     "CombGuid": "types",
     "CombGuidDefault": "types",
     "new_comb_guid": "types",
+    "UnsignedBigInteger": "unsigned",
     "new_uuid7": "uuid7",
     "uuid7_timestamp": "uuid7",
     "ServerUuid7": "uuid7_sql",
@@ -124,6 +125,7 @@ if TYPE_CHECKING:  # what mypy and IDEs see: the real names
     from .typeid import TypeID, TypeIDDefault, new_typeid, typeid_default
     from .typeid_sql import TypeIDType
     from .types import CombGuid, CombGuidDefault, new_comb_guid
+    from .unsigned import UnsignedBigInteger
     from .uuid7 import new_uuid7, uuid7_timestamp
     from .uuid7_sql import ServerUuid7, server_uuid7
     from .workers import AsyncWorkerLease, WorkerLease, workers_table
@@ -151,6 +153,7 @@ __all__ = [
     "TypeID",
     "TypeIDDefault",
     "TypeIDType",
+    "UnsignedBigInteger",
     "UuidV47",
     "WorkerLease",
     "__version__",

@@ -211,9 +211,11 @@ class SnowflakeLayout(LayoutPresets):
     that every id is a non-negative signed ``BIGINT``, or 64: such a layout
     (Discord's, Instagram's, Mastodon's) keeps its ids below 2**63 by using one
     timestamp bit less, which shortens its life (see :attr:`exhausts_at`),
-    unless ``unsigned=True`` declares that its column holds 64-bit unsigned
-    values (``Numeric(20, 0)``, with an integer variant for SQLite, or MySQL's
-    ``BIGINT UNSIGNED``): a key column with a plain ``BigInteger`` is then refused.
+    unless ``unsigned=True`` says that its key column holds 64-bit unsigned
+    values: a :class:`~sqlalchemy_seqkeys.UnsignedBigInteger` column
+    (``NUMERIC(20, 0)``, MySQL's ``BIGINT UNSIGNED``, SQLite's ``BIGINT``), which
+    reads ``int`` and compares as itself; a key column with a plain
+    ``BigInteger`` is then refused.
 
     A layout whose timestamp runs out less than ten years from now warns
     (:class:`~sqlalchemy_seqkeys.ShortLifeWarning`) unless
@@ -234,7 +236,8 @@ class SnowflakeLayout(LayoutPresets):
     :param worker_parts: names and widths of the parts of the worker field,
         from the top (Discord's ``(("worker", 5), ("process", 5))``); they must
         fill it. Used by :meth:`parts`, :meth:`worker_of` and :meth:`split_worker`.
-    :param unsigned: ids may use all 64 bits (needs a column that holds them).
+    :param unsigned: ids may use all 64 bits (needs a column that holds them:
+        :class:`~sqlalchemy_seqkeys.UnsignedBigInteger`).
 
     Example::
 

@@ -1,0 +1,72 @@
+"""``UnsignedBigInteger``: the key column of an unsigned snowflake layout, on every engine.
+
+Ids up to 2**64 - 1 in ``NUMERIC(20, 0)`` (MySQL and MariaDB: ``BIGINT UNSIGNED``;
+SQLite: ``BIGINT``, whose integers stop at 2**63 - 1), compared as that type and
+read back as ``int``.
+
+User guide: docs/strategies/snowflake.md (Layouts, 64 bits).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import types as sqltypes
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine.interfaces import Dialect
+from sqlalchemy.sql.operators import OperatorType
+
+__all__ = ["UnsignedBigInteger"]
+
+#: what each engine stores: the key-column checks judge this type, variants included
+_STORAGE: sqltypes.TypeEngine[Any] = (
+    sa.Numeric(20, 0)
+    .with_variant(mysql.BIGINT(unsigned=True), "mysql", "mariadb")
+    .with_variant(sa.BigInteger(), "sqlite")
+)
+
+
+class UnsignedBigInteger(sqltypes.TypeDecorator[int]):
+    """A column of integers from 0 to 2**64 - 1: the ids of an ``unsigned=True`` layout.
+
+    PostgreSQL (and every engine not named here) stores ``NUMERIC(20, 0)``,
+    MySQL and MariaDB ``BIGINT UNSIGNED``, SQLite ``BIGINT``: SQLite holds no
+    integer past 2**63 - 1, so such a value raises ``OverflowError`` there, in
+    an ``INSERT`` or a ``WHERE``, instead of being rounded. Values come back as
+    ``int`` (a ``NUMERIC`` column alone reads ``Decimal``), and a Python int
+    compared with the column is bound as the column's type: with a plain
+    ``Numeric``, SQLAlchemy binds an int past 32 bits as ``BIGINT``, which
+    psycopg and asyncpg render as ``::BIGINT``, and PostgreSQL refuses
+    ``id == 2**63`` with "bigint out of range".
+
+    Example::
+
+        >>> from sqlalchemy.dialects import mysql, postgresql, sqlite
+        >>> UnsignedBigInteger().compile(dialect=postgresql.dialect())
+        'NUMERIC(20, 0)'
+        >>> UnsignedBigInteger().compile(dialect=mysql.dialect())
+        'BIGINT UNSIGNED'
+        >>> UnsignedBigInteger().compile(dialect=sqlite.dialect())
+        'BIGINT'
+    """
+
+    impl = _STORAGE
+    cache_ok = True
+
+    def __repr__(self) -> str:
+        return "UnsignedBigInteger()"
+
+    @property
+    def python_type(self) -> type[int]:
+        return int
+
+    def coerce_compared_value(
+        self, op: OperatorType | None, value: Any
+    ) -> sqltypes.TypeEngine[Any]:
+        # an int compared with the column is bound as the column's own type
+        return self
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> int | None:
+        # NUMERIC reads as Decimal (PostgreSQL); the others read ints already
+        return None if value is None else int(value)
