@@ -1,7 +1,8 @@
 """Opaque public ids: show a time-ordered key to the outside without its creation time.
 
-:class:`UuidV47` maps a UUIDv7 key to a UUID that looks like a random version 4
-one and back (the UUIDv47 scheme: SipHash-2-4 under the application's secret);
+:class:`UuidV47` maps a UUIDv7 key to a version 4 UUID with its timestamp masked
+and back (the UUIDv47 scheme: SipHash-2-4 under the application's secret; the
+key's other 74 bits, a counter in new_uuid7's keys, show as they are);
 :class:`OpaqueBigint` does the same for Snowflake and other BIGINT keys (NIST
 FF1, the ``fpe`` extra). The key stays ordered in the index.
 
@@ -119,6 +120,13 @@ _NOT_A_PUBLIC_ID = (
 
 class UuidV47:
     """The UUIDv47 mapping under one secret: UUIDv7 keys to v4-looking public ids and back.
+
+    Only the 48-bit timestamp is masked, as in the reference ``uuidv47.h``: the
+    key's other 74 bits are shown as they are, and so is what its minter put
+    there. :func:`~sqlalchemy_seqkeys.new_uuid7` keeps a counter there, so the
+    public ids of keys minted within one millisecond show their order and count;
+    keys with 74 random bits show neither (the user guide's "Ids in APIs" page,
+    section "Hiding creation time").
 
     :param key: the secret, 16 bytes (``secrets.token_bytes(16)``). The
         reference implementations take it as two 64-bit words ``k0, k1``:
