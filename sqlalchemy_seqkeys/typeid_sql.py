@@ -19,7 +19,7 @@ from sqlalchemy.engine.interfaces import Dialect
 from ._dialect import mariadb_uuid_keeps_v7_order
 from .errors import InvalidTypeIDError
 from .typeid import TypeID, check_prefix
-from .types import CombGuid
+from .types import CombGuid, MariaDBUuidRefusedError
 
 __all__ = ["TypeIDType"]
 
@@ -42,7 +42,9 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
     :param native_uuid: on MariaDB 10.11.5 and later, store in MariaDB's own
         ``UUID`` type (as :class:`~sqlalchemy_seqkeys.CombGuid` with
         ``native_uuid=True``) instead of ``BINARY(16)``; elsewhere ignored. A COMB
-        default is refused there (MariaDB's ``UUID`` sorts it out of minting order).
+        default is refused there (MariaDB's ``UUID`` sorts it out of minting order),
+        and so is an id MariaDB's ``UUID`` refuses (version 8 to 15 with byte 8
+        from 0x01 to 0x80), with :class:`~sqlalchemy_seqkeys.InvalidTypeIDError`.
 
     Example::
 
@@ -98,39 +100,72 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
             f"{type(value).__name__} {value!r:.80}"
         )
 
+    def _refused(self, value: uuid.UUID) -> InvalidTypeIDError:
+        """The error for a UUID that MariaDB's UUID type refuses (CombGuid found it)."""
+        return InvalidTypeIDError(
+            f"{str(TypeID(self.prefix, value))!r} (UUID {value}) cannot be stored in "
+            f"MariaDB's UUID type ({self!r}): MariaDB refuses a UUID of version "
+            f"{value.int >> 76 & 15} (8 to 15) whose byte 8 is 0x01 to 0x80 (the NCS "
+            "variant), as it would read back as one of versions 1 to 5 stored swapped. "
+            f"Store such ids with native_uuid=False: TypeIDType({self.prefix!r}) (BINARY(16))"
+        )
+
     def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
         # the storage CombGuid picks (also what DDL and Alembic see)
         return self._guid(dialect).load_dialect_impl(dialect)
 
+    # CombGuid's conversions refuse what MariaDB's UUID type would (a UUID of
+    # version 8 and up with the NCS variant) with InvalidGuidError; a TypeID
+    # column says it with InvalidTypeIDError: each caller below re-raises.
+
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
-        return self._guid(dialect).process_bind_param(self._uuid(value), dialect)
+        guid = self._uuid(value)
+        try:
+            return self._guid(dialect).process_bind_param(guid, dialect)
+        except MariaDBUuidRefusedError:
+            raise self._refused(guid) from None
 
     def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
         # CombGuid's own processor (its storage conversion for this dialect) after ours
         inner = self._guid(dialect).dialect_impl(dialect).bind_processor(dialect)
         to_uuid = self._uuid
+        refused = self._refused
 
         def process(value: Any) -> Any:
             if value is None:
                 return None
             value = to_uuid(value)
-            return value if inner is None else inner(value)
+            if inner is None:
+                return value
+            try:
+                return inner(value)
+            except MariaDBUuidRefusedError:
+                raise refused(value) from None
 
         return process
 
     def process_literal_param(self, value: Any, dialect: Dialect) -> str:
-        return self._guid(dialect).process_literal_param(self._uuid(value), dialect)
+        guid = self._uuid(value)
+        try:
+            return self._guid(dialect).process_literal_param(guid, dialect)
+        except MariaDBUuidRefusedError:
+            raise self._refused(guid) from None
 
     def literal_processor(self, dialect: Dialect) -> Callable[[Any], str] | None:
         inner = self._guid(dialect).dialect_impl(dialect).literal_processor(dialect)
         if inner is None:
             return None
         to_uuid = self._uuid
+        refused = self._refused
 
         def process(value: Any) -> str:
-            return inner(to_uuid(value))
+            guid = to_uuid(value)
+            try:
+                return inner(guid)
+            except MariaDBUuidRefusedError:
+                raise refused(guid) from None
 
         return process
 

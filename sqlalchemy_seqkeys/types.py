@@ -83,11 +83,53 @@ def _uuid_text(value: uuid.UUID) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+#: bit 79 of a UUID: the top bit of its version nibble (versions 8 to 15)
+MARIADB_SUSPECT_BIT = 1 << 79
+
+
+def mariadb_uuid_refuses(n: int) -> bool:
+    """Whether MariaDB's ``UUID`` type (10.11.5+) refuses the UUID whose integer is ``n``.
+
+    MariaDB stores versions 1 to 5 (with the RFC variant) with their groups
+    swapped, and tells such a stored value by bit 7 of byte 6 and of minus
+    byte 8 (a signed char): versions 8 to 15 whose byte 8 is 0x01 to 0x80 (the
+    NCS variant but 0x00, and 0x80) would read as swapped, so it refuses them
+    ("Incorrect uuid value"). Callers test ``MARIADB_SUSPECT_BIT`` first.
+    """
+    return bool(n & MARIADB_SUSPECT_BIT) and 0 < (n >> 56) & 0xFF <= 0x80
+
+
+class MariaDBUuidRefusedError(InvalidGuidError):
+    """A value MariaDB's ``UUID`` type refuses, bound to ``CombGuid(native_uuid=True)``.
+
+    ``TypeIDType`` raises its own error instead (it catches this one).
+    """
+
+
+def mariadb_uuid_refused(value: uuid.UUID) -> MariaDBUuidRefusedError:
+    """The error for ``value``, which :func:`mariadb_uuid_refuses`."""
+    return MariaDBUuidRefusedError(
+        f"{value} cannot be stored in MariaDB's UUID type (CombGuid(native_uuid=True)): "
+        f"MariaDB refuses a UUID of version {value.int >> 76 & 15} (8 to 15) whose byte 8 "
+        "is 0x01 to 0x80 (the NCS variant), as it would read back as one of versions 1 to "
+        "5 stored swapped. Store such values with native_uuid=False: "
+        "CombGuid(binary=True) (BINARY(16)) or CombGuid()"
+    )
+
+
+def _mariadb_uuid_text(value: uuid.UUID) -> str:
+    n = value.int
+    if n & MARIADB_SUSPECT_BIT and mariadb_uuid_refuses(n):
+        raise mariadb_uuid_refused(value)
+    return _uuid_text(value)
+
+
 #: how a uuid.UUID is handed to the driver, by storage form
 _TO_STORED: dict[str, Callable[[uuid.UUID], Any]] = {
     "native": lambda value: value,
     "text": _uuid_text,
     "bytes": _uuid_bytes,
+    "mariadb_uuid": _mariadb_uuid_text,  # the text, for MariaDB's UUID type
 }
 
 
@@ -119,7 +161,9 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
         engine has both (no change where its own UUID type is used).
     :param native_uuid: MariaDB's own ``UUID`` type where it keeps UUIDv7 keys
         (``default=new_uuid7``) in order, MariaDB 10.11.5 and later; elsewhere
-        the column is what it would be without it. Not with ``binary``.
+        the column is what it would be without it. Not with ``binary``. A value
+        MariaDB refuses (version 8 to 15 with byte 8 from 0x01 to 0x80) raises
+        :class:`~sqlalchemy_seqkeys.InvalidGuidError` when it is bound.
 
     Example::
 
@@ -162,7 +206,7 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
 
     def _form(self, dialect: Dialect) -> str:
         if self._mariadb_uuid(dialect):
-            return "text"
+            return "mariadb_uuid"
         storage = _storage(dialect)
         return storage.binary_form if self.binary else storage.text_form
 
@@ -196,6 +240,19 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
                 h = value.int.to_bytes(16, "big").hex()
                 return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
+        elif form == "mariadb_uuid":
+            suspect = MARIADB_SUSPECT_BIT
+
+            def process(value: Any) -> Any:
+                if value.__class__ is not uuid_class and (value := _uuid_or_none(value)) is None:
+                    return None
+                n = value.int
+                # one bit test for the values MariaDB takes: versions 0 to 7
+                if n & suspect and mariadb_uuid_refuses(n):
+                    raise mariadb_uuid_refused(value)
+                h = n.to_bytes(16, "big").hex()
+                return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
         elif form == "bytes":
 
             def process(value: Any) -> Any:
@@ -222,9 +279,10 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
     def process_literal_param(self, value: Any, dialect: Dialect) -> str:
         # Offline SQL: the impl quotes text; bytes get the dialect's hex literal.
         guid = _as_uuid(value)
-        if self._form(dialect) == "bytes":
+        form = self._form(dialect)
+        if form == "bytes":
             return _storage(dialect).bytes_literal.format(guid.hex.upper())
-        return str(guid)
+        return _mariadb_uuid_text(guid) if form == "mariadb_uuid" else str(guid)
 
     def literal_processor(self, dialect: Dialect) -> Any:
         if self._form(dialect) != "bytes":
