@@ -28,6 +28,7 @@ from .errors import (
     InvalidSequenceError,
     InvalidShardError,
     InvalidSnowflakeError,
+    InvalidTypeIDError,
     SeqKeysError,
 )
 
@@ -108,6 +109,13 @@ def _is_guid_default(fn: Any) -> bool:
     return isinstance(fn, functools.partial) and fn.func in (
         _loaded("comb", "new_comb"),
         _loaded("uuid7", "new_uuid7"),
+    )
+
+
+def _is_typeid_default(fn: Any) -> bool:
+    """A ``typeid_default(prefix)``, or ``new_typeid`` (which is no column default)."""
+    return _instance(fn, "typeid", "TypeIDDefault") or (
+        fn is not None and fn is _loaded("typeid", "new_typeid")
     )
 
 
@@ -350,6 +358,33 @@ def _refuse_comb_in_native_uuid(column: sa.Column[Any], table: sa.Table | None, 
     )
 
 
+def _check_typeid_default(column: sa.Column[Any], table: sa.Table | None, fn: Any) -> None:
+    """Refuse ``new_typeid`` as a default, and a ``typeid_default`` of another prefix."""
+    where = _where(column, table)
+    if not _instance(fn, "typeid", "TypeIDDefault"):  # new_typeid itself
+        type_ = column.type
+        prefix = getattr(type_, "prefix", "<prefix>")
+        raise InvalidTypeIDError(
+            f"{where} has default=new_typeid, which takes the prefix as its argument: "
+            "SQLAlchemy would call it with the INSERT's execution context instead, and "
+            f"every INSERT would fail. Use default=typeid_default({prefix!r}), which "
+            "mints UUIDv7 TypeIDs of that prefix"
+        )
+    for dialect, variant in _variants(column.type):
+        if not _instance(variant, "typeid_sql", "TypeIDType"):
+            continue
+        prefix = variant.prefix
+        if prefix == fn.prefix:
+            continue
+        on = "" if dialect is None else f" (its variant for {dialect})"
+        raise InvalidTypeIDError(
+            f"{where}{on} is {variant!r}, whose ids are of type {prefix!r}, but its default "
+            f"{fn!r} mints ids of type {fn.prefix!r}: every INSERT would fail. Use "
+            f"default=typeid_default({prefix!r}), or TypeIDType({fn.prefix!r}) if the "
+            f"column holds ids of type {fn.prefix!r}"
+        )
+
+
 def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
     """Refuse a seqkeys default on a column type that cannot hold its values."""
     fn = _given_default(column)
@@ -357,6 +392,9 @@ def _check_type(column: sa.Column[Any], table: sa.Table | None) -> None:
         return
     type_ = column.type
     if not _known(type_):
+        return
+    if _is_typeid_default(fn):
+        _check_typeid_default(column, table, fn)
         return
     integer = _integer_kind(fn)
     if integer is not None:
@@ -441,6 +479,7 @@ def _is_ours(column: sa.Column[Any]) -> bool:
         or _integer_kind(fn) is not None
         or _instance(fn, "shard", "ShardId")
         or _is_guid_default(fn)
+        or _is_typeid_default(fn)
     )
 
 
