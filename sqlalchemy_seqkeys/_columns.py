@@ -320,13 +320,15 @@ def _refuse_unsigned(column: sa.Column[Any], table: sa.Table | None, fn: Any) ->
             f"{fn!r}, whose layout is unsigned (ids up to 2**64 - 1): {problem}. "
             + (
                 "SQLite holds no integer past 2**63 - 1 at all: give the column an "
-                "integer type there, .with_variant(sa.BigInteger(), 'sqlite'), where "
-                "an id past 2**63 - 1 then fails at its INSERT instead of being rounded"
+                "integer type there, .with_variant(sa.BigInteger(), 'sqlite') (or declare "
+                "it sqlalchemy_seqkeys.UnsignedBigInteger()), where an id past "
+                "2**63 - 1 then fails at its INSERT instead of being rounded"
                 if _on_sqlite(dialect)
-                else "Declare it sa.Numeric(20, 0).with_variant(sa.BigInteger(), "
-                "'sqlite') (SQLite's numbers stop at 2**63 - 1, and a NUMERIC there "
-                "is bound as a float), or mysql.BIGINT(unsigned=True) on MySQL and "
-                "MariaDB"
+                else "Declare it sqlalchemy_seqkeys.UnsignedBigInteger() (NUMERIC(20, 0) "
+                "on PostgreSQL, BIGINT UNSIGNED on MySQL and MariaDB, BIGINT on SQLite, "
+                "whose numbers stop at 2**63 - 1; it reads ints, and binds an int compared "
+                "with it as itself, where a plain sa.Numeric(20, 0) reads Decimal and, on "
+                "PostgreSQL, cannot compare an id past 2**63 - 1: bigint out of range)"
             )
             + "; or drop unsigned=True from the layout (its ids then stay below "
             "2**63, and it runs out sooner: see layout.exhausts_at)"

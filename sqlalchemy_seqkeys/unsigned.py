@@ -54,6 +54,10 @@ class UnsignedBigInteger(sqltypes.TypeDecorator[int]):
     impl = _STORAGE
     cache_ok = True
 
+    def __init__(self) -> None:
+        # no arguments: the storage is fixed (TypeDecorator would drop any given one silently)
+        super().__init__()
+
     def __repr__(self) -> str:
         return "UnsignedBigInteger()"
 

@@ -38,6 +38,7 @@ from sqlalchemy_seqkeys import (
     Snowflake,
     SnowflakeLayout,
     TableSequence,
+    UnsignedBigInteger,
     new_comb_guid,
     new_uuid7,
 )
@@ -221,13 +222,14 @@ def test_an_unsigned_layout_on_a_numeric_sqlite_variant_is_refused() -> None:
         unsigned_table(type_)
 
 
-def test_the_unsigned_message_elsewhere_recommends_the_sqlite_variant() -> None:
+def test_the_unsigned_message_elsewhere_recommends_unsigned_big_integer() -> None:
     with pytest.raises(SeqKeysError) as raised:
         unsigned_table(sa.BigInteger())
     message = str(raised.value)
     assert message.startswith("column t.id cannot hold the ids")
-    assert "sa.Numeric(20, 0).with_variant(sa.BigInteger(), 'sqlite')" in message
+    assert "Declare it sqlalchemy_seqkeys.UnsignedBigInteger()" in message
     assert "not on SQLite" not in message
+    unsigned_table(UnsignedBigInteger())  # and the type it recommends is accepted
 
 
 # -- GUID defaults ----------------------------------------------------------------------------

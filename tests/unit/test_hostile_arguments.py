@@ -1105,6 +1105,7 @@ NO_PARAMETERS = {
     "DoctorReport.as_dict",
     "DoctorReport.to_json",
     "DoctorReport.format",
+    "UnsignedBigInteger",
 }
 #: parameters SQLAlchemy itself passes (never a user), with why they are not generated
 # -- snowflake layouts: field order, worker parts, 64 bits, presets (issue 24) ------------
@@ -1217,6 +1218,15 @@ NOT_GENERATED = {
     ("CombGuid.result_processor", "dialect"): "SQLAlchemy passes its Dialect",
     ("CombGuid.result_processor", "coltype"): "SQLAlchemy passes the DBAPI type",
     ("spanner_shard_column", "column_kw"): "sqlalchemy.Column's own keyword arguments",
+    **{
+        ("UnsignedBigInteger.coerce_compared_value", param): "SQLAlchemy passes it"
+        for param in ("op", "value")
+    },
+    **{
+        ("UnsignedBigInteger.process_result_value", param): "SQLAlchemy passes what the "
+        "database returns (an int, or NUMERIC's Decimal) and its Dialect"
+        for param in ("value", "dialect")
+    },
     ("DecodedSnowflake", "*"): "a NamedTuple of decode()'s results, not an input",
     ("DoctorFinding", "*"): "a record of doctor()'s results, not an input",
     ("DoctorReport", "*"): "a record of doctor()'s results, not an input",
