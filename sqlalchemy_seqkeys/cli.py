@@ -94,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     0 on success; 1 when the command failed or ``doctor`` found a problem; 2
     when ``demo``, ``resync`` or ``doctor`` cannot use its ``--url`` (or
-    ``doctor`` its ``--models``). A bad command line raises ``SystemExit(2)``
+    ``doctor`` its ``--models``), or ``alembic-init`` its paths (a directory
+    that is not empty among them). A bad command line raises ``SystemExit(2)``
     with argparse's usage message, and ``--help`` ``SystemExit(0)``.
 
     :param argv: the arguments after the program name, as in
@@ -223,6 +224,11 @@ def _refuse_init_paths(directory: Path, ini: Path) -> str | None:
     creates anything; None when it can try."""
     if directory.exists() and not directory.is_dir():
         return f"{directory} exists and is not a directory; name a new migrations directory"
+    if directory.is_dir() and any(directory.iterdir()):
+        return (
+            f"{directory} is not empty (Alembic writes a project only into a new or empty "
+            "directory); name a new migrations directory"
+        )
     if ini.is_dir():
         return f"--ini {ini} is a directory; give the path of the alembic.ini to write"
     where = ini.absolute().parent
@@ -235,27 +241,49 @@ def _refuse_init_paths(directory: Path, ini: Path) -> str | None:
 
 
 class _Made:
-    """What ``alembic-init`` creates, removed again when it fails part-way."""
+    """What ``alembic-init`` creates, removed again when it fails part-way: only that.
+
+    An entry of ``directory`` that was there when it looked, and an ``ini`` that was there,
+    are never removed; nor is anything above the first directory of the path it creates.
+    """
 
     def __init__(self, directory: Path, ini: Path) -> None:
         self.directory = directory
         self.ini = ini
-        self.had_directory = directory.exists()  # and empty: Alembic refuses a full one
-        self.had_ini = ini.exists()
+        self.had_ini = ini.exists() or ini.is_symlink()
+        self.new_root = _first_missing(directory)  # None: the directory exists
+        self.before = set(directory.iterdir()) if self.new_root is None else set()
 
     def undo(self) -> None:
         import shutil
 
-        if not self.had_ini and self.ini.is_file():
+        if not self.had_ini and self.ini.is_file() and not self.ini.is_symlink():
             self.ini.unlink()
-        if not self.had_directory:
-            shutil.rmtree(self.directory, ignore_errors=True)
-        elif self.directory.is_dir():
-            for child in self.directory.iterdir():
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child, ignore_errors=True)
-                else:
-                    child.unlink(missing_ok=True)
+        if self.new_root is not None:  # every entry under it is this command's
+            shutil.rmtree(self.new_root, ignore_errors=True)
+            return
+        if not self.directory.is_dir():
+            return
+        for child in self.directory.iterdir():
+            if child in self.before:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+
+
+def _first_missing(directory: Path) -> Path | None:
+    """The outermost directory of ``directory``'s path that does not exist (Alembic creates
+    it and those under it), or None when ``directory`` exists."""
+    import os
+
+    path = Path(os.path.abspath(directory))  # ".." resolved as os.makedirs walks it
+    if path.exists() or path.is_symlink():
+        return None
+    while not path.parent.exists() and path.parent != path:
+        path = path.parent
+    return path
 
 
 def _alembic(args: argparse.Namespace) -> int:
@@ -277,14 +305,14 @@ def _alembic(args: argparse.Namespace) -> int:
         return 0
     refused = _refuse_init_paths(Path(args.directory), Path(args.ini))
     if refused is not None:
-        _error(f"alembic-init: {refused}; nothing was created")
-        return 1
+        _error(f"{refused}; nothing was created", "alembic-init")
+        return 2
     made = _Made(Path(args.directory), Path(args.ini))
     try:
         command.init(Config(args.ini), args.directory, template=str(template_path()))
     except (CommandError, OSError) as exc:
         made.undo()
-        _error(f"alembic-init: {exc}; nothing was created")
+        _error(f"{exc}; nothing was created", "alembic-init")
         return 1
     then = "then alembic revision --autogenerate -m init"
     if made.had_ini:  # Alembic leaves an existing ini as it is

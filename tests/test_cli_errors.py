@@ -90,7 +90,7 @@ def test_alembic_init_with_an_ini_in_a_missing_directory_creates_nothing(
     pytest.importorskip("alembic")
     migrations = tmp_path / "migrations"
     ini = tmp_path / "no-such-dir" / "alembic.ini"
-    assert main(["alembic-init", str(migrations), "--ini", str(ini)]) == 1
+    assert main(["alembic-init", str(migrations), "--ini", str(ini)]) == 2
     err = capsys.readouterr().err
     assert str(ini.parent) in err, err
     assert "does not exist" in err, err
@@ -109,7 +109,7 @@ def test_alembic_init_with_an_ini_that_is_a_directory_creates_nothing(
 ) -> None:
     pytest.importorskip("alembic")
     migrations = tmp_path / "migrations"
-    assert main(["alembic-init", str(migrations), "--ini", str(tmp_path)]) == 1
+    assert main(["alembic-init", str(migrations), "--ini", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "is a directory" in err, err
     assert not migrations.exists()
@@ -122,7 +122,7 @@ def test_alembic_init_into_a_file_creates_nothing(
     taken = tmp_path / "migrations"
     taken.write_text("not a directory")
     ini = tmp_path / "alembic.ini"
-    assert main(["alembic-init", str(taken), "--ini", str(ini)]) == 1
+    assert main(["alembic-init", str(taken), "--ini", str(ini)]) == 2
     err = capsys.readouterr().err
     assert "not a directory" in err, err
     assert "Traceback" not in err
