@@ -161,24 +161,27 @@ def _engine(url: str, command: str = "", *, existing: bool = False) -> sa.Engine
     return 2
 
 
-def _connects(engine: sa.Engine) -> int:
+def _connects(engine: sa.Engine, command: str = "") -> int:
     """0 when ``engine`` connects; else the exit status, said on stderr (the engine disposed).
 
     2 for URL arguments the driver refuses (a TypeError or ValueError from its
-    connect), 1 for a database error (a refused connection, a login refused).
+    connect, as PyMySQL raises; a DBAPI ProgrammingError, as psycopg's "invalid
+    connection option"; SQLAlchemy's ArgumentError), 1 for a database error (a
+    refused connection, a login refused).
     """
     import sqlalchemy as sa
 
     try:
         with engine.connect():
             return 0
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, sa.exc.ProgrammingError, sa.exc.ArgumentError) as exc:
         engine.dispose()
-        _error(f"cannot use --url: the driver refuses its arguments: {exc}")
+        why = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
+        _error(f"cannot use --url: the driver refuses its arguments: {why}", command)
         return 2
     except sa.exc.SQLAlchemyError as exc:
         engine.dispose()
-        _error(f"{type(exc).__name__}: {exc}")
+        _error(f"{type(exc).__name__}: {exc}", command)
         return 1
 
 
@@ -194,12 +197,16 @@ def _doctor(args: argparse.Namespace) -> int:
     engine = _engine(args.url, "doctor", existing=True)
     if isinstance(engine, int):
         return engine
+    status = _connects(engine, "doctor")
+    if status:
+        return status
     return run_command(engine, metadata, args.models, as_json=args.json)
 
 
 def _demo(args: argparse.Namespace) -> int:
     import sqlalchemy as sa
 
+    from ._urls import shown
     from .demo import run as run_demo
     from .errors import SeqKeysError
 
@@ -210,7 +217,7 @@ def _demo(args: argparse.Namespace) -> int:
     engine.dispose()
     if status:
         return status
-    print(f"seqkeys demo on {engine.url}")  # the password hidden
+    print(f"seqkeys demo on {shown(engine.url)}")  # the password hidden, in the query too
     try:
         run_demo(args.url, rows=args.rows)
     except (SeqKeysError, sa.exc.SQLAlchemyError) as exc:

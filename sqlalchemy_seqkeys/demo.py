@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from ._urls import shown
 from .bitreverse import BitReversedSequence, reverse_bits
 from .comb import CombLayout, comb_timestamp
 from .sequences import SequenceMode, TableSequence, sequences_table
@@ -240,7 +241,7 @@ def run(url: str, rows: int = 3, echo: Callable[[str], None] = print) -> None:
                 for row in session.scalars(sa.select(model).order_by(model.id)):
                     echo(f"  {row.id}  {row.note}: {strategy.describe(row.id, engine.dialect)}")
         echo(
-            f"\nThe demo's tables stay on {engine.url.render_as_string()} for a look: "
+            f"\nThe demo's tables stay on {shown(engine.url)} for a look: "
             f"{PREFIX}*. Nothing else there was touched; the next run replaces them."
         )
     finally:
