@@ -93,3 +93,50 @@ def test_demo_on_sqlite_hides_a_query_password(tmp_path: Path) -> None:
     assert result.returncode == 0, output
     assert SECRET not in output, output
     assert f"seqkeys demo on {url}?password=***" in result.stdout, result.stdout
+
+
+DOCTOR_MODELS = """\
+import sqlalchemy as sa
+from sqlalchemy_seqkeys import TableSequence, sequences_table
+
+metadata = sa.MetaData()
+sequences_table(metadata)
+invoice_no = TableSequence("invoice_no", mode="batch", metadata=metadata)
+sa.Table("invoices", metadata, sa.Column("id", sa.BigInteger, primary_key=True, default=invoice_no))
+"""
+
+
+@pytest.mark.backend
+@pytest.mark.xfail(
+    strict=True,
+    reason="doctor.py (its own fix, under way): the report's URL and the resync fix line "
+    "print a query password; remove this marker when it renders them with _urls.shown and "
+    "decides '$DATABASE_URL' with _urls.has_password",
+)
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_doctor_hides_a_query_password_and_its_fix_names_database_url(
+    as_json: bool, engines: Any, tmp_path: Path
+) -> None:
+    """A sequence behind its table's keys: the report, its URL and the resync fix it prints."""
+    (tmp_path / "pw_models.py").write_text(DOCTOR_MODELS)
+    with engines.fresh_database("postgresql", "pwq") as url:
+        engine = sa.create_engine(url)
+        try:
+            with engine.begin() as conn:
+                conn.exec_driver_sql(
+                    "CREATE TABLE sequences "
+                    "(name VARCHAR(255) PRIMARY KEY, next_value BIGINT NOT NULL)"
+                )
+                conn.exec_driver_sql("INSERT INTO sequences VALUES ('invoice_no', 1)")
+                conn.exec_driver_sql("CREATE TABLE invoices (id BIGINT PRIMARY KEY)")
+                conn.exec_driver_sql("INSERT INTO invoices VALUES (5000)")
+        finally:
+            engine.dispose()
+        secret_url = f"{url}?password={SECRET}"
+        args = ["doctor", "--url", secret_url, "--models", "pw_models:metadata"]
+        result = _seqkeys(*args, *(["--json"] if as_json else []), cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output  # the sequence is behind: a problem
+    assert SECRET not in output, output
+    assert "seqkeys resync --url" in output, output
+    assert '"$DATABASE_URL"' in output or r"\"$DATABASE_URL\"" in output, output
