@@ -259,7 +259,7 @@ class _Made:
         self.ini = ini
         self.had_ini = ini.exists() or ini.is_symlink()
         self.new_root = _first_missing(directory)  # None: the directory exists
-        self.before = set(directory.iterdir()) if self.new_root is None else set()
+        self.before = set(directory.iterdir()) if directory.is_dir() else set()
 
     def undo(self) -> None:
         import shutil

@@ -108,6 +108,19 @@ def test_a_failure_part_way_removes_only_what_it_created(
     assert _snapshot(tmp_path) == before  # "new" and its parents are gone too
 
 
+def test_a_dangling_symlink_directory_is_left_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "migrations").symlink_to(tmp_path / "gone")
+    before = _snapshot(tmp_path)
+    ini = tmp_path / "alembic.ini"
+    assert main(["alembic-init", str(tmp_path / "migrations"), "--ini", str(ini)]) == 1
+    err = capsys.readouterr().err
+    assert "nothing was created" in err, err
+    assert "Traceback" not in err, err
+    assert _snapshot(tmp_path) == before
+
+
 def test_undo_removes_only_the_entries_made_after_it_looked(tmp_path: Path) -> None:
     """What the directory held when the command looked is never removed, even where it
     was filled after the emptiness check (another process): only what came after is."""
