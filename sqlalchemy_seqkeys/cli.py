@@ -352,7 +352,8 @@ def _resync(args: argparse.Namespace) -> int:
         return status
     try:
         with engine.begin() as conn:
-            before = read_next_value(conn, args.sequence, table=args.sequences_table)
+            # locked: an allocation committed meanwhile would read as this command's move
+            before = read_next_value(conn, args.sequence, table=args.sequences_table, locked=True)
             after = resync_table_sequence(
                 conn,
                 args.sequence,

@@ -623,20 +623,28 @@ def check_exact_names(
         _check_mysql_names(conn, table, error)
 
 
-def read_next_value(conn: sa.Connection, name: str, *, table: str = DEFAULT_TABLE) -> int | None:
+def read_next_value(
+    conn: sa.Connection, name: str, *, table: str = DEFAULT_TABLE, locked: bool = False
+) -> int | None:
     """The sequence's ``next_value`` as stored, or None if it has no row.
 
     :param conn: a connection (it reads in that connection's transaction).
     :param name: the sequence's row name.
     :param table: the sequences table's name.
+    :param locked: read it ``FOR UPDATE`` (where the engine has it): the row
+        stays locked, and so the value stays what was read, until the
+        transaction ends.
 
     Example::
 
         with engine.connect() as conn:
             read_next_value(conn, "invoice_id")
     """
+    statement = _read_statement(table)
+    if locked:
+        statement = statement.with_for_update()
     with naming_missing_table(conn, table):
-        value = conn.execute(_read_statement(table), {"seq_name": name}).scalar()
+        value = conn.execute(statement, {"seq_name": name}).scalar()
     return None if value is None else int(value)
 
 
