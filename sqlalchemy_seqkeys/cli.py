@@ -138,8 +138,8 @@ def _engine(url: str, command: str = "", *, existing: bool = False) -> sa.Engine
         engine = sa.create_engine(url)
     except sa.exc.ArgumentError as exc:
         why = f"{exc}; give a URL of the form {_URL_FORM}"
-    except ValueError as exc:  # a port that is no number
-        why = f"{exc}; check the port (the URL's form: {_URL_FORM})"
+    except ValueError as exc:  # a port, or a query argument the dialect reads, that is no number
+        why = f"{exc}; {_value_hint(url)} (the URL's form: {_URL_FORM})"
     except ImportError as exc:  # the dialect's driver is not installed
         why = f"{exc}; install the driver it names"
     else:
@@ -159,6 +159,17 @@ def _engine(url: str, command: str = "", *, existing: bool = False) -> sa.Engine
         engine.dispose()
     _error(f"cannot use --url: {why}", command)
     return 2
+
+
+def _value_hint(url: str) -> str:
+    """Where the value that is no number sits in ``url``: its port, or a query argument."""
+    import sqlalchemy as sa
+
+    try:
+        sa.engine.make_url(url).port  # noqa: B018 - parsed for its error
+    except ValueError:
+        return "check the port"
+    return "check the URL's query arguments (a number where the dialect reads one)"
 
 
 def _connects(engine: sa.Engine, command: str = "") -> int:

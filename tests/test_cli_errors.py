@@ -16,11 +16,18 @@ from sqlalchemy_seqkeys.cli import main
 RESYNC = ["--sequence", "inv", "--table", "invoices", "--column", "id"]
 
 BAD_URLS = [
-    pytest.param("postgresql://x:abc/db", "port", id="port-not-a-number"),
-    pytest.param("mysql+pymysql://root@127.0.0.1:abc/x", "port", id="mysql-port-not-a-number"),
+    pytest.param("postgresql://x:abc/db", "check the port", id="port-not-a-number"),
+    pytest.param(
+        "mysql+pymysql://root@127.0.0.1:abc/x", "check the port", id="mysql-port-not-a-number"
+    ),
     pytest.param("notaurl", "dialect+driver://", id="not-a-url"),
     pytest.param("nosuchdb://x/y", "nosuchdb", id="unknown-dialect"),
     pytest.param("mysql+pymysql://root@127.0.0.1:1/x?bogus=1", "bogus", id="driver-argument"),
+    pytest.param(
+        "mysql+pymysql://root@127.0.0.1:3306/x?connect_timeout=abc",
+        "check the URL's query arguments",
+        id="query-argument-not-a-number",
+    ),
 ]
 
 ASYNC_URLS = [
