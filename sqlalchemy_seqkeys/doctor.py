@@ -16,10 +16,11 @@ import bisect
 import functools
 import json
 import re
+import secrets
 import shlex
 import time
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,7 @@ from .sequences.resync import check_integer_key, data_table
 from .sequences.table import inexact_collation, read_next_value
 from .server_keys import ServerUuid, server_uuid
 from .snowflake import Snowflake
+from .typeid import TypeIDDefault
 from .types import CombGuidDefault
 from .uuid7 import new_uuid7
 from .uuid7_sql import ServerUuid7, ServerUuidFunction
@@ -57,7 +59,10 @@ __all__ = ["DoctorFinding", "DoctorReport", "doctor", "doctor_async"]
 
 #: keys minted for the order check
 ORDER_SAMPLE = 1000
+#: the order check's temporary table: this, a random suffix (no application table's name)
 _ORDER_TABLE = "seqkeys_doctor_order"
+#: how long one statement of doctor's waits for a lock another transaction holds
+LOCK_TIMEOUT_S = 5
 #: keys minted a millisecond (so the sample covers 100 of them)
 _PER_MILLISECOND = 10
 
@@ -190,7 +195,8 @@ def _declared(column: sa.Column[Any]) -> object | None:
         | PooledSequence
         | Snowflake
         | BitReversed
-        | BitReversedSequence,
+        | BitReversedSequence
+        | TypeIDDefault,
     ) or (given is new_uuid7):
         return given
     server = column.server_default
@@ -221,7 +227,7 @@ class _Context:
         self.url = url
         self.dialect = conn.dialect
         self.findings: list[DoctorFinding] = []
-        #: quoted names of the temporary tables to drop after the check's transaction
+        #: the DROPs of the temporary tables made, run after the check's transaction
         self.temporary: list[str] = []
         self.keys = _keys(metadata)
         #: the URL's password is hidden in ``url``: commands print a placeholder for it
@@ -250,19 +256,31 @@ class _Context:
         try:
             body()
         except (SeqKeysError, sa.exc.SQLAlchemyError) as exc:
-            self.add(check, subject, PROBLEM, f"could not check: {type(exc).__name__}: {exc}")
+            why = _LOCKED if _lock_timed_out(exc) else f"{type(exc).__name__}: {exc}"
+            self.add(check, subject, PROBLEM, f"could not check: {why}")
         finally:
             if transaction.is_active:
                 transaction.rollback()
             # A temporary table outlives a rollback on MariaDB, and on SQLite
             # its DROP inside the transaction was rolled back with it.
-            # MySQL's DROP TABLE commits the caller's transaction: TEMPORARY does not
-            drop = "DROP TEMPORARY TABLE" if family(self.dialect) == "mysql" else "DROP TABLE"
-            for table in self.temporary:
-                self.conn.exec_driver_sql(f"{drop} IF EXISTS {table}")
+            for drop in self.temporary:
+                self.conn.exec_driver_sql(drop)
                 if not in_transaction:  # never the caller's transaction
                     self.conn.commit()
             self.temporary.clear()
+
+    def drop_temporary(self, name: str) -> None:
+        """Drop temporary table ``name`` after the check: that table only, never an
+        application table of the same name (a DROP TABLE finds the real one when the
+        temporary table is gone). MySQL's DROP TABLE also commits the caller's
+        transaction: DROP TEMPORARY TABLE does not."""
+        quoted = self.dialect.identifier_preparer.quote(name)
+        drop = {
+            "mysql": f"DROP TEMPORARY TABLE IF EXISTS {quoted}",
+            "postgresql": f"DROP TABLE IF EXISTS pg_temp.{quoted}",
+            "sqlite": f"DROP TABLE IF EXISTS temp.{quoted}",
+        }.get(family(self.dialect), f"DROP TABLE IF EXISTS {quoted}")
+        self.temporary.append(drop)
 
     def largest(self, key: _Key, sequence: str) -> int | None:
         """The largest key the column's table holds (None: no rows).
@@ -289,6 +307,76 @@ class _Context:
         }
 
 
+#: why a check whose statement waited LOCK_TIMEOUT_S for a lock could not be done
+_LOCKED = (
+    f"the table is locked by another transaction (doctor waits {LOCK_TIMEOUT_S} s for a "
+    "lock, never longer): run doctor again once that transaction ends"
+)
+#: what a server raises when a lock was not granted in time: PostgreSQL's SQLSTATE,
+#: MySQL/MariaDB's error number (ER_LOCK_WAIT_TIMEOUT, for a row or a table's lock)
+_PG_LOCK_NOT_AVAILABLE = "55P03"
+_MYSQL_LOCK_WAIT_TIMEOUT = 1205
+
+
+def _lock_timed_out(exc: BaseException) -> bool:
+    """The error is the server's: a lock was not granted within doctor's lock timeout."""
+    orig = getattr(exc, "orig", None)
+    if orig is None:
+        return False
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if code == _PG_LOCK_NOT_AVAILABLE:
+        return True
+    args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+    return bool(args) and args[0] == _MYSQL_LOCK_WAIT_TIMEOUT
+
+
+#: the session settings that bound a lock wait: how to read them, how to set them
+_LOCK_SETTINGS = {
+    "postgresql": (
+        "SELECT current_setting('lock_timeout')",
+        "SELECT set_config('lock_timeout', :a, false)",
+    ),
+    "mysql": (
+        "SELECT @@SESSION.lock_wait_timeout, @@SESSION.innodb_lock_wait_timeout",
+        "SET SESSION lock_wait_timeout = :a, innodb_lock_wait_timeout = :b",
+    ),
+}
+
+
+@contextmanager
+def _short_lock_waits(conn: sa.Connection) -> Iterator[None]:
+    """The connection's lock waits bounded by LOCK_TIMEOUT_S while doctor runs, and
+    its own settings put back after (the session's, never the server's globals).
+
+    In the caller's transaction the settings are changed and put back in it (on
+    PostgreSQL a rollback of it undoes both); outside one, each is committed.
+    """
+    statements = _LOCK_SETTINGS.get(family(conn.dialect))
+    if statements is None or dialect_key(conn.dialect) not in ("postgresql", "mysql", "mariadb"):
+        yield
+        return
+    read, write = statements
+    was_in_transaction = conn.in_transaction()
+
+    def put(values: dict[str, Any]) -> None:
+        conn.execute(sa.text(write), values, execution_options=_UNTRANSLATED)
+        if not was_in_transaction:  # doctor's checks each begin their own
+            conn.commit()
+
+    old = tuple(conn.execute(sa.text(read), execution_options=_UNTRANSLATED).one())
+    short: dict[str, Any] = (
+        {"a": f"{LOCK_TIMEOUT_S}s"}
+        if family(conn.dialect) == "postgresql"
+        else {"a": LOCK_TIMEOUT_S, "b": LOCK_TIMEOUT_S}
+    )
+    put(short)
+    try:
+        yield
+    finally:
+        if not conn.invalidated:
+            put(dict(zip(("a", "b"), old, strict=False)))
+
+
 #: no column of the MetaData has a default of this library: nothing would be checked
 _NO_KEYS = (
     "no key column of this library was found in the MetaData: nothing was checked "
@@ -299,7 +387,7 @@ _NO_KEYS_FIX = (
     "declaring the models is imported where it is defined (an import of myapp.models "
     "in the module --models names), and that the key columns' default= or "
     "server_default= is this library's (TableSequence, PooledSequence, new_comb_guid, "
-    "server_uuid7(), ...)"
+    "server_uuid7(), typeid_default(...), ...)"
 )
 
 
@@ -443,16 +531,17 @@ def _sorted_sample(ctx: _Context, key: _Key, real_type: Any) -> list[int]:
     server_default: sa.ColumnElement[Any] | None = None
     if isinstance(strategy, ServerUuidFunction):
         server_default = type(strategy)()  # checked against the real column's type
+    name = f"{_ORDER_TABLE}_{secrets.token_hex(4)}"
     table = sa.Table(
-        _ORDER_TABLE,
+        name,
         sa.MetaData(),
         sa.Column("n", sa.Integer, primary_key=True, autoincrement=False),
         sa.Column("k", real_type, nullable=False, server_default=server_default),
         prefixes=["TEMPORARY"],
     )
-    ctx.temporary.append(ctx.dialect.identifier_preparer.quote(_ORDER_TABLE))
     # a temporary table is no tenant's: a schema_translate_map would put it in a schema
     ctx.conn.execute(CreateTable(table), execution_options=_UNTRANSLATED)
+    ctx.drop_temporary(name)  # made: dropped after the check (not made: nothing to drop)
     if isinstance(strategy, ServerUuidFunction):
         ctx.conn.execute(
             sa.insert(table),
@@ -462,7 +551,7 @@ def _sorted_sample(ctx: _Context, key: _Key, real_type: Any) -> list[int]:
     else:
         mint = _minter(strategy, ctx.dialect)
         # the declared type binds the keys: what the application sends
-        sent = sa.table(_ORDER_TABLE, sa.column("n"), sa.column("k", key.column.type))
+        sent = sa.table(name, sa.column("n"), sa.column("k", key.column.type))
         minted = []
         for n in range(ORDER_SAMPLE):
             if n % _PER_MILLISECOND == 0:
@@ -480,7 +569,8 @@ def _real_column(ctx: _Context, key: _Key) -> dict[str, Any] | None:
     table = key.column.table
     inspector = sa.inspect(ctx.conn)
     schema = ctx.schema(table.schema)  # a tenant's connection: its schema's table
-    if not inspector.has_table(table.name, schema=schema):
+    stored, column = _stored_name(ctx, table.name), _stored_name(ctx, key.column.name)
+    if not inspector.has_table(stored, schema=schema):
         ctx.add(
             "schema",
             key.subject,
@@ -489,8 +579,8 @@ def _real_column(ctx: _Context, key: _Key) -> dict[str, Any] | None:
             fix="run the migrations that create it (alembic upgrade head)",
         )
         return None
-    for reflected in inspector.get_columns(table.name, schema=schema):
-        if reflected["name"] == key.column.name:
+    for reflected in inspector.get_columns(stored, schema=schema):
+        if reflected["name"] == column:
             return dict(reflected)
     ctx.add(
         "schema",
@@ -500,6 +590,16 @@ def _real_column(ctx: _Context, key: _Key) -> dict[str, Any] | None:
         fix="run the migrations that add it (alembic upgrade head)",
     )
     return None
+
+
+def _stored_name(ctx: _Context, name: str) -> str:
+    """``name`` as the server stores it: PostgreSQL cuts a name past 63 bytes of UTF-8
+    there (never inside a character), silently, and the application's statements
+    reach the object by the longer name all the same."""
+    limit = facts(ctx.dialect).identifier_bytes
+    if limit is None or len(name.encode()) <= limit:
+        return name
+    return name.encode()[:limit].decode(errors="ignore")
 
 
 # -- schema: the real key column of an integer key ---------------------------------------
@@ -667,10 +767,50 @@ def _own_minter(ctx: _Context, key: _Key, real: dict[str, Any]) -> tuple[str, _M
     if real.get("identity"):
         return "an identity (GENERATED ... AS IDENTITY)", _drop_identity
     if re.search(r"\b(nextval|get_next_sequence_value)\s*\(", default, re.IGNORECASE):
+        if _nextval_of_own_sequence(ctx, key, default):
+            return None  # the pooled sequence's own values: what raw-SQL inserts should take
         return f"a server default {default}", _drop_default
     if family(ctx.dialect) == "mysql" and real.get("autoincrement") is True:
         return "AUTO_INCREMENT", _drop_auto_increment
     return None
+
+
+#: a PostgreSQL default that is only nextval of a sequence named by a text literal
+_PG_NEXTVAL = re.compile(r"\(*nextval\('((?:[^']|'')*)'(?:::regclass)?\)\)*", re.IGNORECASE)
+#: a MariaDB default that is only NEXTVAL of a sequence: `db`.`name`, or a bare name
+_MY_NAME = r"(?:`((?:[^`]|``)*)`|(\w+))"
+_MY_NEXTVAL = re.compile(rf"\(*nextval\({_MY_NAME}(?:\.{_MY_NAME})?\)\)*", re.IGNORECASE)
+
+
+def _nextval_of_own_sequence(ctx: _Context, key: _Key, default: str) -> bool:
+    """The column default is nothing but nextval of the key's own pooled sequence (same
+    name and schema, as the server resolves them): its values are the pooled
+    sequence's blocks' own, so raw-SQL inserts take keys no block hands out
+    (docs/strategies/pooled.md); never a collision."""
+    pooled = key.strategy
+    if not isinstance(pooled, PooledSequence) or not incrementing_sequences(ctx.dialect):
+        return False
+    text = default.strip()
+    schema = ctx.schema(pooled.schema)
+    if family(ctx.dialect) == "postgresql":
+        found = _PG_NEXTVAL.fullmatch(text)
+        if found is None:
+            return False
+        query = sa.text("SELECT to_regclass(:have) = to_regclass(:want)")
+        want = identifier_text(ctx.dialect, pooled.name, schema)
+        have = found.group(1).replace("''", "'")
+        return bool(ctx.conn.scalar(query, {"have": have, "want": want}))
+    found = _MY_NEXTVAL.fullmatch(text) if family(ctx.dialect) == "mysql" else None
+    if found is None:
+        return False
+    first = (found.group(1) or "").replace("``", "`") or found.group(2)
+    second = (found.group(3) or "").replace("``", "`") or found.group(4)
+    database, name = (first, second) if second else (None, first)
+    here, folded = ctx.conn.execute(sa.text("SELECT DATABASE(), @@lower_case_table_names")).one()
+    same = [(database or here, name), (schema or here, pooled.name)]
+    if folded:  # names compared in lower case
+        same = [(d.lower(), n.lower()) for d, n in same]
+    return same[0] == same[1]
 
 
 def _drop_default(ctx: _Context, key: _Key, real: dict[str, Any]) -> str:
@@ -1100,12 +1240,17 @@ def _past(largest: int | None) -> str:
 
 
 def _orders(strategy: object) -> bool:
-    return isinstance(strategy, CombGuidDefault | ServerUuidFunction) or strategy is new_uuid7
+    return (
+        isinstance(strategy, CombGuidDefault | ServerUuidFunction | TypeIDDefault)
+        or strategy is new_uuid7
+    )
 
 
-def _minter(strategy: object, dialect: sa.Dialect) -> Callable[[], uuid.UUID]:
+def _minter(strategy: object, dialect: sa.Dialect) -> Callable[[], object]:
     if isinstance(strategy, CombGuidDefault):
         return strategy.minter(dialect)
+    if isinstance(strategy, TypeIDDefault):  # TypeIDs: a UUIDv7 each, bound by TypeIDType
+        return strategy
     return new_uuid7
 
 
@@ -1120,6 +1265,8 @@ def _name(strategy: object) -> str:
 
 
 def _order_fix(strategy: object, type_text: str) -> str:
+    if isinstance(strategy, TypeIDDefault):
+        return f"declare the column TypeIDType({strategy.prefix!r}), as the model does"
     if type_text.upper().startswith("UUID"):
         return (
             "store COMB keys as CombGuid() (CHAR(36)) or CombGuid(binary=True) (BINARY(16)); "
@@ -1189,7 +1336,8 @@ def _check(conn: sa.Connection, metadata: sa.MetaData, url: str) -> DoctorReport
             "each check runs in a transaction it rolls back, and Spanner has no savepoints "
             "to nest one in yours"
         )
-    return _run(conn, metadata, url)
+    with _short_lock_waits(conn):
+        return _run(conn, metadata, url)
 
 
 def doctor(bind: sa.Engine | sa.Connection, metadata: sa.MetaData) -> DoctorReport:
