@@ -37,6 +37,7 @@ from ._dialect import (
     identifier_text,
     incrementing_sequences,
 )
+from ._urls import has_password, shown
 from .bitreverse import BitReversed, BitReversedSequence
 from .dialects import read_sequence_catalog
 from .errors import InvalidSequenceError, SeqKeysError, SequencesTableNotFoundError
@@ -230,8 +231,9 @@ class _Context:
         #: the DROPs of the temporary tables made, run after the check's transaction
         self.temporary: list[str] = []
         self.keys = _keys(metadata)
-        #: the URL's password is hidden in ``url``: commands print a placeholder for it
-        self.url_has_password = conn.engine.url.password is not None
+        #: the URL's password (``user:password@`` or a query argument) is hidden in
+        #: ``url``: commands print a placeholder for the whole URL
+        self.url_has_password = has_password(conn.engine.url)
         #: key subjects whose MAX() means nothing (text keys, no table): why
         self.no_max: dict[str, str] = {}
         #: a tenant's connection: statements follow it, reflection is told it (schema())
@@ -1322,7 +1324,7 @@ def _native_next(
 
 
 def _url_of(bind: sa.Engine | sa.Connection) -> str:
-    return bind.engine.url.render_as_string(hide_password=True)
+    return shown(bind.engine.url)
 
 
 def _check(conn: sa.Connection, metadata: sa.MetaData, url: str) -> DoctorReport:
@@ -1389,7 +1391,7 @@ async def doctor_async(bind: AsyncEngine | AsyncConnection, metadata: sa.MetaDat
         raise SeqKeysError(
             f"doctor_async() takes an AsyncEngine or AsyncConnection, not {type(bind).__name__}"
         )
-    url = bind.engine.url.render_as_string(hide_password=True)
+    url = shown(bind.engine.url)
     if isinstance(bind, AsyncConnection):
         return await bind.run_sync(_check, metadata, url)
     async with bind.connect() as conn:

@@ -313,3 +313,50 @@ def test_typeid_keys_are_checked(
         capsys.readouterr()
         assert main(["doctor", "--url", url, "--models", models]) == 0
     assert "typeid_default('user')" in capsys.readouterr().out
+
+
+# -- 6. a password given as a URL query argument ----------------------------------------
+
+_PW_MODELS = """
+import sqlalchemy as sa
+from sqlalchemy_seqkeys import TableSequence, sequences_table
+
+metadata = sa.MetaData()
+sequences_table(metadata)
+inv = TableSequence("doc_inv", mode="batch")
+sa.Table("doc_invoices", metadata, sa.Column("id", sa.BigInteger, primary_key=True, default=inv))
+"""
+
+
+@pytest.mark.parametrize("query_key", ["password", "sslpassword"])
+def test_a_password_in_the_query_is_never_printed(
+    engines: Any,
+    query_key: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    metadata, invoices = _invoices()
+    models = write_models(tmp_path, monkeypatch, _PW_MODELS)
+    with fresh_engine(engines, "postgresql") as (engine, url):
+        metadata.create_all(engine)
+        create_table_sequence(engine, "doc_inv")
+        with engine.begin() as conn:  # the sequence is behind: the fix is a resync command
+            conn.execute(sa.insert(invoices), [{"id": 5000}])
+        secret_url = f"{url}?{query_key}=S3CRET"  # trust: any password is accepted
+        secret_engine = sa.create_engine(secret_url)
+        try:
+            report = doctor(secret_engine, metadata)
+        finally:
+            secret_engine.dispose()
+        capsys.readouterr()
+        assert main(["doctor", "--url", secret_url, "--models", models]) == 1
+        table = capsys.readouterr()
+        assert main(["doctor", "--url", secret_url, "--models", models, "--json"]) == 1
+        as_json = capsys.readouterr()
+    for shown in (report.format(), report.to_json(), table.out, table.err, as_json.out):
+        assert "S3CRET" not in shown, shown
+    (fix,) = [f.fix for f in report.problems if f.check == "behind"]
+    assert fix is not None
+    assert '--url "$DATABASE_URL"' in fix, fix
+    assert '"$DATABASE_URL"' in table.out
