@@ -107,12 +107,6 @@ sa.Table("invoices", metadata, sa.Column("id", sa.BigInteger, primary_key=True, 
 
 
 @pytest.mark.backend
-@pytest.mark.xfail(
-    strict=True,
-    reason="doctor.py (its own fix, under way): the report's URL and the resync fix line "
-    "print a query password; remove this marker when it renders them with _urls.shown and "
-    "decides '$DATABASE_URL' with _urls.has_password",
-)
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 def test_doctor_hides_a_query_password_and_its_fix_names_database_url(
     as_json: bool, engines: Any, tmp_path: Path

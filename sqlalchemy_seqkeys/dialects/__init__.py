@@ -212,6 +212,9 @@ class DialectFacts:
     #: one writer at a time: a connection in a write transaction holds the
     #: database's lock (an allocation must stay on that connection)
     single_writer_lock: bool = False
+    #: ``SELECT ... FOR UPDATE`` locks the rows it reads (False: refused, or no such
+    #: clause; Spanner's read-write transaction locks what it reads without it)
+    select_for_update: bool = True
     #: a default-collated name column ignores case (tables of version 0.1)
     names_ignore_case: bool = False
     #: reads a native sequence's increment and cycling; None: not known here

@@ -35,6 +35,7 @@ FACTS = DialectFacts(
     generates_shard_columns=True,
     sequence_block=sequence_block,
     lease_autocommit=False,
+    select_for_update=False,
     now_ms_sql="UNIX_MILLIS(CURRENT_TIMESTAMP())",
     identifier_chars=128,
     identifier_pattern=r"[A-Za-z][A-Za-z0-9_]*",

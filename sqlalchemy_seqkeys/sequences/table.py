@@ -631,9 +631,9 @@ def read_next_value(
     :param conn: a connection (it reads in that connection's transaction).
     :param name: the sequence's row name.
     :param table: the sequences table's name.
-    :param locked: read it ``FOR UPDATE`` (where the engine has it): the row
-        stays locked, and so the value stays what was read, until the
-        transaction ends.
+    :param locked: lock the row until the transaction ends, so the value
+        stays what was read: ``FOR UPDATE``, or on Spanner, whose read-write
+        transaction locks what it reads, the read alone.
 
     Example::
 
@@ -641,7 +641,7 @@ def read_next_value(
             read_next_value(conn, "invoice_id")
     """
     statement = _read_statement(table)
-    if locked:
+    if locked and facts(conn.dialect).select_for_update:
         statement = statement.with_for_update()
     with naming_missing_table(conn, table):
         value = conn.execute(statement, {"seq_name": name}).scalar()
