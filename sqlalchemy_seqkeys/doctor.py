@@ -36,9 +36,10 @@ from ._dialect import (
     has_sequences,
     identifier_text,
     incrementing_sequences,
+    natively_bit_reversed,
 )
 from ._urls import has_password, shown
-from .bitreverse import BitReversed, BitReversedSequence
+from .bitreverse import BitReversed, BitReversedSequence, reverse_bits
 from .dialects import read_sequence_catalog
 from .errors import InvalidSequenceError, SeqKeysError, SequencesTableNotFoundError
 from .pooled import PooledSequence
@@ -66,6 +67,12 @@ _ORDER_TABLE = "seqkeys_doctor_order"
 LOCK_TIMEOUT_S = 5
 #: keys minted a millisecond (so the sample covers 100 of them)
 _PER_MILLISECOND = 10
+#: the most keys the ``behind`` check of a bit-reversed key reads (it reads every key:
+#: they are not ordered by their counter); past it that check is skipped
+BIT_REVERSED_SCAN_LIMIT = 10_000_000
+#: keys read a statement, in key order, by that check
+_KEYS_PER_PAGE = 10_000
+_MAX_COUNTER = 2**63 - 1
 
 #: how ALTER SEQUENCE spells NO CYCLE, where not so
 _NO_CYCLE = {"mysql": "NOCYCLE", "oracle": "NOCYCLE"}
@@ -411,6 +418,8 @@ def _run(conn: sa.Connection, metadata: sa.MetaData, url: str) -> DoctorReport:
         counter = _counter_of(key.strategy)
         if counter is not None:
             ctx.guarded("schema", key.subject, functools.partial(_check_counter, ctx, counter))
+            check = functools.partial(_check_bit_reversed_behind, ctx, key, counter)
+            ctx.guarded("behind", key.subject, check)
     ctx.guarded("schema", "worker leases", functools.partial(_check_leases, ctx))
     ctx.guarded("clock", "server", functools.partial(_check_clock, ctx))
     _check_capabilities(ctx)
@@ -733,26 +742,24 @@ def _type_code(type_: Any) -> str:
 def _alter_type(ctx: _Context, key: _Key, real: dict[str, Any]) -> str:
     """The Alembic migration that gives the key column the type its strategy needs."""
     unsigned = _unsigned(key.strategy)
-    wanted = "sa.BigInteger()"
-    if unsigned:
-        mysql = family(ctx.dialect) == "mysql"
-        if mysql:
-            wanted = "mysql.BIGINT(unsigned=True)"
-        elif dialect_key(ctx.dialect) != "sqlite":  # SQLite binds NUMERIC as a float
-            wanted = "sa.Numeric(20, 0)"
+    # UnsignedBigInteger: NUMERIC(20, 0) on PostgreSQL, BIGINT UNSIGNED on MySQL/MariaDB,
+    # BIGINT on SQLite (which binds NUMERIC as a float); it reads ints back
+    wanted = "sqlalchemy_seqkeys.UnsignedBigInteger()" if unsigned else "sa.BigInteger()"
     more = [f"existing_type={_type_code(real['type'])}", f"type_={wanted}"]
     if family(ctx.dialect) == "postgresql":  # text to a number needs USING
         column = ctx.dialect.identifier_preparer.quote(key.column.name)
         target = "numeric(20, 0)" if unsigned else "bigint"
         more.append(f"postgresql_using={f'{column}::{target}'!r}")
+    # the migration imports the package whose type it names (a comment, still Python)
+    imports = "  # with `import sqlalchemy_seqkeys` at the top of the migration" if unsigned else ""
     if dialect_key(ctx.dialect) == "sqlite":  # no ALTER COLUMN: a batch copies the table
         table = key.column.table
         schema = f", schema={table.schema!r}" if table.schema else ""
         return (
             f"in a migration: with op.batch_alter_table({table.name!r}{schema}) as batch: "
-            f"batch.alter_column({key.column.name!r}, {', '.join(more)})"
+            f"batch.alter_column({key.column.name!r}, {', '.join(more)}){imports}"
         )
-    return f"in a migration: op.alter_column({_alembic_args(ctx, key, real, *more)})"
+    return f"in a migration: op.alter_column({_alembic_args(ctx, key, real, *more)}){imports}"
 
 
 _MinterFix = Callable[[_Context, _Key, dict[str, Any]], str]
@@ -908,14 +915,16 @@ def _check_behind(ctx: _Context, key: _Key) -> None:
     )
 
 
-def _report_no_integer(ctx: _Context, key: _Key, value: object) -> None:
-    """MAX(key) read back as no integer: the sequence cannot be judged against it."""
+def _report_no_integer(ctx: _Context, key: _Key, value: object, what: str = "") -> None:
+    """MAX(key) (or, ``what``, another key) read back as no integer: the sequence cannot
+    be judged against the keys."""
     column = key.column.name
+    what = what or f"the table's largest key, MAX({column}),"
     ctx.add(
         "behind",
         key.subject,
         PROBLEM,
-        f"the table's largest key, MAX({column}), is {value!r} ({type(value).__name__}), "
+        f"{what} is {value!r} ({type(value).__name__}), "
         "not an integer: the sequence cannot be judged against the keys the table holds "
         "(and a resync refuses the column)",
         fix=f"find the rows whose {column} is not an integer, and give them integer keys "
@@ -1083,6 +1092,199 @@ def _check_counter(
             f"the bit-reversed key's counter {name!r} does not exist: inserts would fail",
             fix=fix,
         )
+
+
+class _TooManyKeysError(Exception):
+    """The table holds more than BIT_REVERSED_SCAN_LIMIT rows: its keys are not all read."""
+
+
+#: where a bit-reversed key's counter stands: the lowest and highest counter it may hand
+#: out next (equal unless the server caches values), or why that is not known
+_Position = tuple[int, int] | str
+
+
+def _check_bit_reversed_behind(
+    ctx: _Context, key: _Key, counter: BitReversedSequence | TableSequence | sa.Sequence
+) -> None:
+    """A bit-reversed key's counter hands out counters past every one the table's keys
+    reverse to (``reverse_bits(key)``: ``MAX(key)`` says nothing of them)."""
+    strategy = key.strategy
+    assert isinstance(strategy, BitReversed)
+    if counter is not strategy and isinstance(counter, BitReversedSequence):
+        # BitReversed(BitReversedSequence(...)): reversed twice, the keys are the counters
+        ctx.add("behind", key.subject, SKIPPED, "not checked: the keys are bit-reversed twice")
+        return
+    no_max = ctx.no_max.get(key.subject)
+    position = no_max or _counter_position(ctx, counter)
+    if isinstance(position, str):
+        ctx.add("behind", key.subject, SKIPPED, position)
+        return
+    try:
+        largest = _largest_counter(ctx, key, strategy.skip_range)
+    except _NoIntegerMaxError as exc:
+        _report_no_integer(ctx, key, exc.value, what="a key the table holds")
+        return
+    except _TooManyKeysError:
+        ctx.add(
+            "behind",
+            key.subject,
+            SKIPPED,
+            f"not checked: the table holds more than {BIT_REVERSED_SCAN_LIMIT:,} rows, and a "
+            "bit-reversed key's counter can only be judged by reading every key (doctor reads "
+            f"at most {BIT_REVERSED_SCAN_LIMIT:,}); a resync of the counter reads them all",
+        )
+        return
+    lowest, next_value = position
+    what = f"sequence {counter.name!r}"
+    details = {"next_value": next_value, "lowest_next_value": lowest, "max_counter": largest}
+    if largest is None or largest < lowest:
+        past = (
+            "the table has no keys yet"
+            if largest is None
+            else f"past the largest counter of the table's keys, {largest}"
+        )
+        ctx.add(
+            "behind",
+            key.subject,
+            OK,
+            f"{what} hands out counter {_range(lowest, next_value)} next, {past}",
+            details=details,
+        )
+        return
+    fix = _bit_reversed_fix(ctx, key, counter, largest)
+    held = f"the table already holds key {reverse_bits(largest)}, of counter {largest}"
+    if largest >= next_value:
+        ctx.add(
+            "behind",
+            key.subject,
+            PROBLEM,
+            f"{what} would hand out counter {next_value} next (key "
+            f"{reverse_bits(next_value)}), but {held}: inserts would collide",
+            fix=fix,
+            details=details,
+        )
+    else:
+        ctx.add(
+            "behind",
+            key.subject,
+            SKIPPED,
+            f"cannot tell: the server caches values of {what}, so it hands out a counter from "
+            f"{lowest} to {next_value} next, and {held}; ALTER SEQUENCE "
+            f"{_sequence_text(ctx, counter)} NOCACHE makes this check exact",
+            fix=fix,
+            details=details,
+        )
+
+
+def _counter_position(
+    ctx: _Context, counter: BitReversedSequence | TableSequence | sa.Sequence
+) -> _Position:
+    """The counters the key's counter may hand out next, read without taking one."""
+    missing = "not checked: the counter does not exist (see schema)"
+    if isinstance(counter, sa.Sequence) or (
+        isinstance(counter, BitReversedSequence) and has_sequences(ctx.dialect)
+    ):
+        sequence = counter if isinstance(counter, sa.Sequence) else counter.sequence
+        if not has_sequences(ctx.dialect):
+            return "not checked: there are no sequences here (see schema)"
+        if natively_bit_reversed(ctx.dialect) or facts(ctx.dialect).read_sequence_next is None:
+            return (
+                f"not checked: doctor cannot read the counter of sequence {sequence.name!r} on "
+                f"{facts(ctx.dialect).display_name or ctx.dialect.name}; compare it "
+                + (
+                    f"(GET_INTERNAL_SEQUENCE_STATE(SEQUENCE {_sequence_text(ctx, counter)})) "
+                    if natively_bit_reversed(ctx.dialect)
+                    else ""
+                )
+                + "with the largest reverse_bits(key) of the table's keys yourself"
+            )
+        catalog = read_sequence_catalog(ctx.conn, sequence)
+        upcoming = None if catalog is None else _native_next(ctx.conn, sequence, catalog[0])
+        return missing if upcoming is None else upcoming
+    row = counter.counter if isinstance(counter, BitReversedSequence) else counter
+    try:
+        next_value = read_next_value(ctx.conn, row.name, table=row.table)
+    except SequencesTableNotFoundError:
+        return missing
+    return missing if next_value is None else (next_value, next_value)
+
+
+def _largest_counter(ctx: _Context, key: _Key, skip_range: tuple[int, int] | None) -> int | None:
+    """The largest ``reverse_bits(key)`` of the table's keys (None: no key); past
+    BIT_REVERSED_SCAN_LIMIT rows, :class:`_TooManyKeysError`. Keys in ``skip_range``
+    are never handed out, and negative ones or past 2**63 - 1 are no counter's: left out.
+
+    Read a page at a time in key order (the key column is indexed), in doctor's
+    rolled-back transaction: no server-side cursor, which PostgreSQL refuses on an
+    AUTOCOMMIT connection.
+    """
+    source = data_table(key.column.table, key.column.name, None)
+    column = source.c[key.column.name]
+    after = sa.bindparam("after", type_=sa.BigInteger)
+    page = sa.select(column).where(column > after).order_by(column)
+    low, high = skip_range or (1, 0)
+    largest: int | None = None
+    read, last = 0, -1
+    while True:
+        wanted = min(_KEYS_PER_PAGE, BIT_REVERSED_SCAN_LIMIT + 1 - read)
+        keys = list(ctx.conn.scalars(page.limit(wanted), {"after": last}))
+        read += len(keys)
+        if read > BIT_REVERSED_SCAN_LIMIT:
+            raise _TooManyKeysError
+        for value in keys:
+            try:
+                number = check_integer_key(value, source, key.column.name)
+            except InvalidSequenceError as exc:
+                raise _NoIntegerMaxError(value) from exc
+            assert number is not None  # column > after: never NULL
+            if number > _MAX_COUNTER:  # this and every key after it: no counter's value
+                return largest
+            last = number
+            if not low <= number <= high:
+                counter = reverse_bits(number)
+                largest = counter if largest is None else max(largest, counter)
+        if len(keys) < wanted:
+            return largest
+
+
+def _sequence_text(
+    ctx: _Context, counter: BitReversedSequence | TableSequence | sa.Sequence
+) -> str:
+    """The native sequence behind a bit-reversed key as SQL names it here."""
+    sequence = counter if isinstance(counter, sa.Sequence) else getattr(counter, "sequence", None)
+    assert isinstance(sequence, sa.Sequence)
+    return identifier_text(ctx.dialect, sequence.name, ctx.schema(sequence.schema))
+
+
+def _bit_reversed_fix(
+    ctx: _Context,
+    key: _Key,
+    counter: BitReversedSequence | TableSequence | sa.Sequence,
+    largest: int,
+) -> str:
+    """How to move the counter past ``largest``, never back: by hand, as a migration runs it."""
+    following, dialect = largest + 1, ctx.dialect
+    if isinstance(counter, TableSequence) or (
+        isinstance(counter, BitReversedSequence) and not has_sequences(dialect)
+    ):
+        table = identifier_text(dialect, counter.table, ctx.schema(None))
+        name = counter.name.replace("'", "''")
+        sql = (
+            f"UPDATE {table} SET next_value = {following} "
+            f"WHERE name = '{name}' AND next_value <= {largest}"
+        )
+    else:
+        name = _sequence_text(ctx, counter)
+        if family(dialect) == "postgresql":
+            regclass = name.replace("'", "''")
+            # counters up to last_value may be handed out already; none past it
+            sql = (
+                f"SELECT setval('{regclass}', {following}, false) FROM {name} "
+                f"WHERE last_value <= {largest}"
+            )
+        else:  # MariaDB: SETVAL never moves a sequence back
+            sql = f"SELECT SETVAL({name}, {following}, 0)"
+    return f"in a migration: op.execute({sql!r})"
 
 
 def _lease_tables(ctx: _Context) -> dict[str, float | None]:
