@@ -35,6 +35,7 @@ __all__ = [
     "register_alembic_impl",
     "schema_map_for_statement",
     "set_column_default",
+    "share_first_connect",
     "type_variants",
     "url_connect_params",
     "without_overflow_limit",
@@ -266,6 +267,29 @@ def without_overflow_limit(pool: sa.pool.Pool) -> sa.pool.Pool:
     if isinstance(pool, sa.pool.QueuePool):
         pool._max_overflow = -1
     return pool
+
+
+def share_first_connect(root: sa.pool.Pool, twin: sa.pool.Pool) -> None:
+    """Make ``twin`` (``root.recreate()``) wait for ``root``'s first connect, and the reverse.
+
+    ``create_engine`` initializes the dialect (server version; MariaDB or MySQL,
+    and so whether it has sequences) in a "connect" listener that runs once for
+    the engine; a pool runs its "connect" listeners under a lock of its own until
+    they have run once (``_ListenerCollection._exec_w_sync_on_first_run`` and
+    ``_exec_once_mutex``: 2.0, 2.1). A twin copies the listeners but not the lock,
+    so one pool could hand out a connection while the other's first connect was
+    still initializing the dialect they share: a MariaDB dialect then read as one
+    without sequences. One lock for both pools closes that window.
+    """
+    root_listeners: Any = getattr(root.dispatch, "connect", None)
+    twin_listeners: Any = getattr(twin.dispatch, "connect", None)
+    get_mutex = getattr(root_listeners, "_get_exec_once_mutex", None)
+    if get_mutex is None or not hasattr(twin_listeners, "_exec_once_mutex"):
+        raise RuntimeError(  # pragma: no cover - a SQLAlchemy release that changed them
+            "sqlalchemy_seqkeys cannot share the first-connect lock of a twin pool on "
+            f"SQLAlchemy {sa.__version__}: report it, with this version"
+        )
+    twin_listeners._exec_once_mutex = get_mutex()
 
 
 # -- Alembic ---------------------------------------------------------------------------

@@ -23,7 +23,12 @@ import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._aio import await_, in_greenlet
-from sqlalchemy_seqkeys._compat import greenlet_spawn, proxied_engine, without_overflow_limit
+from sqlalchemy_seqkeys._compat import (
+    greenlet_spawn,
+    proxied_engine,
+    share_first_connect,
+    without_overflow_limit,
+)
 from sqlalchemy_seqkeys._dialect import facts
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
@@ -81,6 +86,7 @@ def twin_engine(engine: sa.Engine) -> sa.Engine:
     row must never keep another sequence's from a connection)."""
     settings = {name: getattr(engine, name) for name in ("logging_name", "echo", "hide_parameters")}
     pool = without_overflow_limit(engine.pool.recreate())
+    share_first_connect(engine.pool, pool)  # never a connection of a dialect half initialized
     return sa.engine.Engine(pool, engine.dialect, engine.url, **settings)
 
 
