@@ -482,8 +482,14 @@ refills = _Refills()
 
 S = TypeVar("S", bound="Blocks | None")
 
-#: no (owner, options) seen yet: (a dead weak reference, options, state)
-_NO_LAST: tuple[Callable[[], object], object, Any] = (lambda: None, None, None)
+#: no (owner, options) seen yet: a dead weak reference
+#: (owner, execution options, a copy of their schema_translate_map or None, state)
+_NO_LAST: tuple[Callable[[], object], object, dict[Any, Any] | None, Any] = (
+    lambda: None,
+    None,
+    None,
+    None,
+)
 
 
 class BlockStore(Generic[S]):
@@ -504,7 +510,7 @@ class BlockStore(Generic[S]):
 
     def __init__(self, new: Callable[[sa.Engine | sa.Connection, Any], S]) -> None:
         self._new = new
-        self._last: tuple[Callable[[], object], object, S]
+        self._last: tuple[Callable[[], object], object, dict[Any, Any] | None, S]
         #: how many times the states were forgotten
         self._generation = 0
         self._lock: threading.Lock
@@ -520,13 +526,21 @@ class BlockStore(Generic[S]):
             owner = bind.pool if isinstance(bind, sa.Engine) else bind.engine.pool
         # Connections share their engine's options object until given their
         # own: the common case is one identity check, not a tenant and a lookup.
+        # A schema_translate_map is a dict that may change in place (SQLAlchemy
+        # itself adds "_none"; a user may switch tenants so): compared by value.
         options = bind.get_execution_options()
-        last_owner, last_options, last_state = self._last
-        if last_owner() is owner and last_options is options:
+        last_owner, last_options, last_map, last_state = self._last
+        if (
+            last_owner() is owner
+            and last_options is options
+            and (last_map is None or last_map == options.get("schema_translate_map"))
+        ):
             return last_state
         generation = self._generation
+        translate = options.get("schema_translate_map")
+        seen = None if translate is None else dict(translate)  # before the tenant is read
         state = self._state(bind, owner, generation)
-        self._last = (weakref.ref(owner), options, state)
+        self._last = (weakref.ref(owner), options, seen, state)
         if self._generation != generation:
             # forgotten meanwhile (a sequence created anew): ``state`` may be a
             # former one, which this call may still use but none after it
