@@ -161,8 +161,9 @@ class Lane:
         tenant = tenant_of(engine)
         lane_engine = self._tenants.get(tenant)
         if lane_engine is None:
+            # a copy: the caller's map may change in place (another tenant) later
             lane_engine = self._tenants[tenant] = self.engine.execution_options(
-                schema_translate_map=translate
+                schema_translate_map=dict(translate)
             )
         return lane_engine
 

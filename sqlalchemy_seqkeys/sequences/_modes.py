@@ -48,12 +48,14 @@ def allocation_engine(engine: sa.Engine, conn: sa.Connection | None) -> sa.Engin
 
     The map on the caller's connection or engine must reach the allocation's
     connection too, or it would take values from another tenant's sequences table.
+    A copy of it: a block's refills use this engine later, when the caller's map
+    may have changed in place (another tenant).
     """
     bind = conn if conn is not None else engine
     translate = bind.get_execution_options().get("schema_translate_map")
     if not translate:
         return engine
-    return engine.execution_options(schema_translate_map=translate)
+    return engine.execution_options(schema_translate_map=dict(translate))
 
 
 class RowAllocations:
