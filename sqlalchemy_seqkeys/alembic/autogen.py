@@ -3,10 +3,10 @@
 With the plugin in ``autogenerate_plugins``, :func:`compare_seqkeys` proposes the missing
 sequences, lease tables, table-sequence rows and bit-reversed sequences (their own ops) and
 the upgrades of older tables; it never drops a sequences table the declared sequences use,
-nor a lease table, and follows a new sequence on a table with rows by its resync. A shard
-column added to a table is added nullable, filled (``op.fill_shard_column``), then made
-``NOT NULL`` (not on Spanner, which computes it). :func:`render_item` renders shard columns
-and ``server_uuid7()``/``server_uuid()`` defaults as themselves.
+nor a lease table, and follows a new sequence on a table with rows by its resync (a
+bit-reversed key's counter: past the largest ``reverse_bits(key)``). A shard column is added
+nullable, filled, then made ``NOT NULL`` (not on Spanner). :func:`render_item` renders shard
+columns and ``server_uuid7()``/``server_uuid()`` defaults as themselves.
 
 User guide: docs/alembic.md.
 """
@@ -33,6 +33,8 @@ from sqlalchemy_seqkeys.alembic.ops import (
     DropSequencesTableOp,
     FillShardColumnOp,
     MakeSequenceNamesCaseSensitiveOp,
+    ResyncBitReversedSequenceOp,
+    ResyncBitReversedTableSequenceOp,
     ResyncTableSequenceOp,
     SeqKeysOp,
     UpgradeWorkerLeaseTableOp,
@@ -450,12 +452,7 @@ def compare_seqkeys(
     for (table, name), start in sorted(table_sequences.items()):
         if not row_exists(conn, existing, table, name):
             create = CreateTableSequenceOp(name, start, table)
-            create.followed_by = tuple(
-                ResyncTableSequenceOp(name, users.name, column.name, users.schema, table)
-                for users, column in existing_users(
-                    autogen_context, functools.partial(_is_table_sequence, key=(table, name))
-                )
-            )
+            create.followed_by = _table_sequence_resyncs(autogen_context, table, name)
             upgrade_ops.ops.append(create)
 
     declared_workers = {
@@ -479,21 +476,79 @@ def compare_seqkeys(
         else:
             exists = row_exists(conn, existing, sequence.table, name)
         if not exists:
-            upgrade_ops.ops.append(
-                CreateBitReversedSequenceOp(
-                    name,
-                    sequence.start_with_counter,
-                    sequence.skip_range,
-                    sequence.table,
-                    sequence.schema,
-                )
+            create_bit_reversed = CreateBitReversedSequenceOp(
+                name,
+                sequence.start_with_counter,
+                sequence.skip_range,
+                sequence.table,
+                sequence.schema,
             )
+            create_bit_reversed.followed_by = _bit_reversed_resyncs(autogen_context, sequence)
+            upgrade_ops.ops.append(create_bit_reversed)
     return PriorityDispatchResult.CONTINUE
 
 
 def _is_table_sequence(found: object, key: tuple[str, str]) -> bool:
     """Whether a column default is the plain TableSequence ``(table, name)`` (its keys count)."""
     return isinstance(found, TableSequence) and (found.table, found.name) == key
+
+
+def _table_sequence_resyncs(
+    autogen_context: AutogenContext, table: str, name: str
+) -> tuple[SeqKeysOp, ...]:
+    """The resyncs after a new table sequence's row, for each column of a table the
+    database has whose default uses it: past ``MAX(column)`` for a plain default, past
+    the largest ``reverse_bits(key)`` for ``BitReversed(TableSequence(...))``."""
+    key = (table, name)
+    plain = existing_users(autogen_context, functools.partial(_is_table_sequence, key=key))
+    reversed_ = existing_users(
+        autogen_context, functools.partial(_is_bit_reversed_counter, key=key)
+    )
+    return (
+        *(
+            ResyncTableSequenceOp(name, users.name, column.name, users.schema, table)
+            for users, column in plain
+        ),
+        *(
+            ResyncBitReversedTableSequenceOp(name, users.name, column.name, users.schema, table)
+            for users, column in reversed_
+        ),
+    )
+
+
+def _bit_reversed_resyncs(
+    autogen_context: AutogenContext, sequence: BitReversedSequence
+) -> tuple[SeqKeysOp, ...]:
+    """The resyncs after a new bit-reversed sequence, for each column of a table the
+    database has whose default it is: past the largest ``reverse_bits(key)``."""
+    return tuple(
+        ResyncBitReversedSequenceOp(
+            sequence.name,
+            users.name,
+            column.name,
+            users.schema,
+            sequence.schema,
+            sequence.table,
+        )
+        for users, column in existing_users(
+            autogen_context, functools.partial(_is_bit_reversed_sequence, sequence=sequence)
+        )
+    )
+
+
+def _is_bit_reversed_counter(found: object, key: tuple[str, str]) -> bool:
+    """Whether a column default is ``BitReversed`` of the TableSequence ``(table, name)``."""
+    source = getattr(found, "source", None) if isinstance(found, BitReversed) else None
+    return isinstance(source, TableSequence) and (source.table, source.name) == key
+
+
+def _is_bit_reversed_sequence(found: object, sequence: BitReversedSequence) -> bool:
+    """Whether a column default is the bit-reversed sequence ``sequence`` (by where it lives)."""
+    return isinstance(found, BitReversedSequence) and (found.name, found.schema, found.table) == (
+        sequence.name,
+        sequence.schema,
+        sequence.table,
+    )
 
 
 _Check = Callable[[sa.Column[Any], sa.Column[Any]], bool]

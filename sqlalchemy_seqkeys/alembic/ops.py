@@ -30,10 +30,12 @@ from sqlalchemy_seqkeys._dialect import (
     drop_refusals,
     facts,
     has_sequences,
+    identifier_text,
+    natively_bit_reversed,
 )
 from sqlalchemy_seqkeys._dialect import native_sequences as native_sequences
 from sqlalchemy_seqkeys._validate import check_int, check_name, shown
-from sqlalchemy_seqkeys.bitreverse import BitReversedSequence, SkipRange
+from sqlalchemy_seqkeys.bitreverse import BitReversedSequence, SkipRange, reverse_bits
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
     InvalidShardError,
@@ -57,6 +59,7 @@ from sqlalchemy_seqkeys.sequences.table import (
     native_key,
     read_next_value,
     sequences_table,
+    table_clause,
 )
 from sqlalchemy_seqkeys.sequences.table import (
     check_name as check_sequence_name,
@@ -78,6 +81,8 @@ __all__ = [
     "FillShardColumnOp",
     "MakeSequenceNamesCaseInsensitiveOp",
     "MakeSequenceNamesCaseSensitiveOp",
+    "ResyncBitReversedSequenceOp",
+    "ResyncBitReversedTableSequenceOp",
     "ResyncTableSequenceOp",
     "UpgradeWorkerLeaseTableOp",
     "mark_column",
@@ -802,6 +807,287 @@ def _resync_table_sequence(operations: Operations, operation: ResyncTableSequenc
             )
         require_source(conn, operation.name, *source)
     operations.execute(operation.statement)
+
+
+# -- resync of the counter behind a bit-reversed key -------------------------------------
+
+#: keys read at a time, in key order, by the bit-reversed resyncs
+KEYS_PER_READ = 10_000
+
+
+@dataclass(frozen=True)
+class _CounterResync:
+    """What a native sequence's resync statements are built from (a ``SequenceResync``):
+    ``top`` is the largest counter the table's keys reverse to, read in Python."""
+
+    dialect: sa.Dialect
+    sequence: sa.Sequence
+    name_value: str
+    top: sa.Subquery
+
+
+def largest_counter(conn: sa.Connection, name: str, operation: ResyncOp) -> int | None:
+    """The largest ``reverse_bits(key)`` over the table's keys (read by pages); None: no key.
+
+    A bit-reversed key is not ordered by its counter (``reverse_bits(1)`` is 2**62), so
+    ``MAX(column)`` says nothing: every key is read. Negative keys are no counter's value
+    and are left out. Refuses a missing table or column, a key that is no integer, and
+    the counter 2**63 - 1, past which no counter is left.
+    """
+    source = (operation.table_name, operation.column, operation.schema)
+    require_source(conn, name, *source)  # the table and the column, an integer MAX
+    table, column, schema = source
+    data = sa.Table(table, sa.MetaData(), sa.Column(column), schema=schema)
+    key_column = data.c[column]
+    first = sa.select(key_column).order_by(key_column).limit(KEYS_PER_READ)
+    after: Any = sa.literal(-1, sa.BigInteger)  # negative keys are no counter's value
+    largest: int | None = None
+    while True:
+        # by key, a page at a time: no server-side cursor (none on an autocommit
+        # connection), and a key column is indexed
+        keys = list(conn.execute(first.where(key_column > after)).scalars())
+        for key in keys:
+            try:
+                value = check_integer_key(key, data, name)
+            except InvalidSequenceError as exc:
+                raise MigrationError(str(exc)) from None
+            if value is None:
+                continue
+            if value > MAX_VALUE:  # (a NUMERIC column) this and every key after it are
+                return _counter_left(largest, table, name)  # past every counter's value
+            counter = reverse_bits(value)
+            if largest is None or counter > largest:
+                largest = counter
+        if len(keys) < KEYS_PER_READ:
+            break
+        after = sa.literal(keys[-1], sa.BigInteger)
+    return _counter_left(largest, table, name)
+
+
+def _counter_left(largest: int | None, table: str, name: str) -> int | None:
+    """``largest``, unless it is 2**63 - 1, past which no counter is left (refused)."""
+    if largest is not None and largest >= MAX_VALUE:
+        raise MigrationError(
+            f"table {table!r} holds the key {reverse_bits(largest)}, whose counter is "
+            f"{largest}, the BIGINT maximum: sequence {name!r} cannot move past it, and "
+            "would hand out keys the table holds; nothing was changed"
+        )
+    return largest
+
+
+def _refuse_offline(operation: ResyncOp) -> None:
+    raise MigrationError(
+        f"op.{operation.op_name}({operation.name!r}, {operation.table_name!r}, "
+        f"{operation.column!r}, ...) reads every key of the table to find the largest "
+        "counter (bit-reversed keys are not ordered by it), which `alembic upgrade --sql` "
+        "cannot: run this migration online (alembic upgrade without --sql). Where the "
+        "table is known to be empty, take the line out"
+    )
+
+
+def _resync_counter_row(
+    operations: Operations, operation: ResyncOp, sequences_table: str, create: str
+) -> None:
+    """Move the counter's sequences-table row past the table's largest counter, never back."""
+    check_source_names(
+        operations.get_context().dialect, operation.table_name, operation.column, operation.schema
+    )
+    _check_table_name(operations, sequences_table, "sequences table")
+    conn = migration_connection(operations)
+    if conn is None:
+        _refuse_offline(operation)
+        return
+    _require_table(conn, sequences_table, f"resyncing sequence {operation.name!r}")
+    check_exact_names(conn, sequences_table, MigrationError)
+    if read_next_value(conn, operation.name, table=sequences_table) is None:
+        raise MigrationError(
+            f"sequence {operation.name!r} does not exist in table {sequences_table!r}; "
+            f"create it with op.{create}({operation.name!r}) first"
+        )
+    largest = largest_counter(conn, operation.name, operation)
+    if largest is None:
+        return  # no key: nothing to move past
+    t = table_clause(sequences_table)
+    following = sa.literal(largest + 1, sa.BigInteger)
+    operations.execute(
+        sa.update(t)
+        .where(t.c.name == sa.literal(operation.name, t.c.name.type), t.c.next_value < following)
+        .values(next_value=following)
+    )
+
+
+@dataclass(eq=False)
+class ResyncBitReversedTableSequenceOp(ResyncOp, op_name="resync_bit_reversed_table_sequence"):
+    """Move the table sequence behind ``BitReversed(TableSequence(name))`` past a table's keys.
+
+    The counter behind a key is ``reverse_bits(key)``, not the key, and bit-reversed keys
+    are not ordered by it: this reads every key of ``column`` (streamed) and moves the
+    sequence's ``next_value`` past the largest ``reverse_bits(key)``, never backwards
+    (negative keys are left out). Autogenerate writes it after ``op.create_table_sequence``
+    of such a counter, for a table the database has (it may hold rows). Online it refuses
+    (``MigrationError``, nothing changed) a missing sequence, table or column, a key that
+    is no integer and the counter 2**63 - 1; offline (``--sql``) it cannot read the keys and
+    is refused. It has no reverse.
+
+    Example::
+
+        op.create_table_sequence("account_counter", start=1)
+        op.resync_bit_reversed_table_sequence("account_counter", "accounts", "id")
+    """
+
+    @classmethod
+    def run(
+        cls,
+        operations: Operations,
+        name: str,
+        table_name: str,
+        column: str,
+        *,
+        schema: str | None = None,
+        sequences_table: str = DEFAULT_TABLE,
+    ) -> None:
+        """``op.resync_bit_reversed_table_sequence(name, table_name, column, ...)``.
+
+        :param name: the table sequence behind the bit-reversed key.
+        :param table_name: the table whose keys' counters it moves past.
+        :param column: that table's bit-reversed key column.
+        :param schema: that table's schema; None: the default one.
+        :param sequences_table: the sequences table that holds the sequence's row.
+        """
+        operations.invoke(cls(name, table_name, column, schema, sequences_table))
+
+    sequences_table: str = DEFAULT_TABLE
+
+    keyword_only = ("schema", "sequences_table")
+
+    def __post_init__(self) -> None:
+        # validates the names as op.resync_table_sequence does
+        ResyncTableSequenceOp(
+            self.name, self.table_name, self.column, self.schema, self.sequences_table
+        )
+
+
+@implements(ResyncBitReversedTableSequenceOp)
+def _resync_bit_reversed_table_sequence(
+    operations: Operations, operation: ResyncBitReversedTableSequenceOp
+) -> None:
+    _resync_counter_row(operations, operation, operation.sequences_table, "create_table_sequence")
+
+
+@dataclass(eq=False)
+class ResyncBitReversedSequenceOp(ResyncOp, op_name="resync_bit_reversed_sequence"):
+    """Move a ``BitReversedSequence``'s counter past the counters of a table's keys.
+
+    As :class:`ResyncBitReversedTableSequenceOp`, for the counter
+    ``op.create_bit_reversed_sequence`` creates: on PostgreSQL and MariaDB the
+    native sequence, moved as ``op.resync_pooled_sequence`` moves one (PostgreSQL:
+    ``ALTER SEQUENCE ... NO CYCLE``, whose lock keeps ``nextval`` out until the
+    migration's transaction ends, and a ``setval`` that only moves forward; MariaDB:
+    ``SETVAL``, which never moves back); on SQLite and MySQL its sequences-table row.
+    On Spanner, where the sequence is bit-reversed by the server, a table with keys is
+    refused with ``MigrationError`` naming the counter to move past by hand.
+    Autogenerate writes it after ``op.create_bit_reversed_sequence`` for a table the
+    database has. Offline (``--sql``) it is refused. It has no reverse.
+
+    Example::
+
+        op.create_bit_reversed_sequence("customer_id", start_with_counter=1)
+        op.resync_bit_reversed_sequence("customer_id", "customers", "id")
+    """
+
+    @classmethod
+    def run(
+        cls,
+        operations: Operations,
+        name: str,
+        table_name: str,
+        column: str,
+        *,
+        schema: str | None = None,
+        sequence_schema: str | None = None,
+        sequences_table: str = DEFAULT_TABLE,
+    ) -> None:
+        """``op.resync_bit_reversed_sequence(name, table_name, column, ...)``.
+
+        :param name: the bit-reversed sequence to move.
+        :param table_name: the table whose keys' counters it moves past.
+        :param column: that table's bit-reversed key column.
+        :param schema: that table's schema; None: the default one.
+        :param sequence_schema: the native sequence's schema; None: the default one.
+        :param sequences_table: the sequences table where the engine has no sequences.
+        """
+        operations.invoke(cls(name, table_name, column, schema, sequence_schema, sequences_table))
+
+    sequence_schema: str | None = None
+    sequences_table: str = DEFAULT_TABLE
+
+    keyword_only = ("schema", "sequence_schema", "sequences_table")
+
+    def __post_init__(self) -> None:
+        ResyncTableSequenceOp(
+            self.name, self.table_name, self.column, self.schema, self.sequences_table
+        )
+        check_name(self.sequence_schema, "sequence_schema", MigrationError, nullable=True)
+
+
+def _moved_by_hand(
+    dialect: sa.Dialect, operation: ResyncBitReversedSequenceOp, largest: int
+) -> MigrationError:
+    """The refusal where a native sequence is not moved here (Spanner, Oracle, SQL Server)."""
+    name = identifier_text(dialect, operation.name, operation.sequence_schema)
+    following = largest + 1
+    if natively_bit_reversed(dialect):
+        how = (
+            f"check that SELECT GET_INTERNAL_SEQUENCE_STATE(SEQUENCE {name}) is NULL or at "
+            f"most {largest}, then run ALTER SEQUENCE {name} SET OPTIONS (start_with_counter "
+            f"= {following}), which restarts the counter there (backwards too: never run it "
+            "on a sequence already past)"
+        )
+    else:
+        how = f"ALTER SEQUENCE {name} RESTART WITH {following}"
+    return MigrationError(
+        f"op.{operation.op_name} does not move a native sequence on {dialect.name}: table "
+        f"{operation.table_name!r} holds keys up to the counter {largest}, so sequence "
+        f"{operation.name!r} must hand out counters from {following} on. Nothing was "
+        f"changed here. With no writer taking values, {how}; then take this line out of "
+        "the migration (and any line before it that ran: Spanner's DDL is not rolled back) "
+        "and run it again"
+    )
+
+
+@implements(ResyncBitReversedSequenceOp)
+def _resync_bit_reversed_sequence(
+    operations: Operations, operation: ResyncBitReversedSequenceOp
+) -> None:
+    dialect = operations.get_context().dialect
+    if not has_sequences(dialect):  # a sequences-table row
+        _resync_counter_row(
+            operations, operation, operation.sequences_table, "create_bit_reversed_sequence"
+        )
+        return
+    sequence = sa.Sequence(operation.name, schema=operation.sequence_schema)
+    _check_names(operations, sequence)
+    check_source_names(dialect, operation.table_name, operation.column, operation.schema)
+    conn = migration_connection(operations)
+    if conn is None:
+        _refuse_offline(operation)
+        return
+    if not sa.inspect(conn).has_sequence(operation.name, operation.sequence_schema):
+        raise MigrationError(
+            f"there is no sequence {operation.name!r} to resync; create it with "
+            f"op.create_bit_reversed_sequence({operation.name!r}) first"
+        )
+    largest = largest_counter(conn, operation.name, operation)
+    if largest is None:
+        return  # no key: nothing to move past
+    build = facts(dialect).resync_statements
+    if build is None or natively_bit_reversed(dialect):
+        raise _moved_by_hand(dialect, operation, largest)
+    counter = sa.cast(sa.literal(largest, sa.BigInteger), sa.BigInteger)
+    top = sa.select(counter.label("m")).subquery("top")
+    name_value = identifier_text(dialect, operation.name, operation.sequence_schema)
+    for statement in build(_CounterResync(dialect, sequence, name_value, top)):
+        operations.execute(statement)
 
 
 # -- worker-lease tables of older versions ---------------------------------------------
