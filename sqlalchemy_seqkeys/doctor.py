@@ -45,7 +45,7 @@ from .errors import InvalidSequenceError, SeqKeysError, SequencesTableNotFoundEr
 from .pooled import PooledSequence
 from .sequences import TableSequence
 from .sequences.resync import check_integer_key, data_table
-from .sequences.table import inexact_collation, read_next_value
+from .sequences.table import DEFAULT_TABLE, inexact_collation, read_next_value
 from .server_keys import ServerUuid, server_uuid
 from .snowflake import Snowflake
 from .typeid import TypeIDDefault
@@ -1131,7 +1131,9 @@ def _check_bit_reversed_behind(
             SKIPPED,
             f"not checked: the table holds more than {BIT_REVERSED_SCAN_LIMIT:,} rows, and a "
             "bit-reversed key's counter can only be judged by reading every key (doctor reads "
-            f"at most {BIT_REVERSED_SCAN_LIMIT:,}); a resync of the counter reads them all",
+            f"at most {BIT_REVERSED_SCAN_LIMIT:,}); the resync in a migration reads them all "
+            "and never moves the counter back",
+            fix=_bit_reversed_fix(key, counter),
         )
         return
     lowest, next_value = position
@@ -1151,7 +1153,7 @@ def _check_bit_reversed_behind(
             details=details,
         )
         return
-    fix = _bit_reversed_fix(ctx, key, counter, largest)
+    fix = _bit_reversed_fix(key, counter)
     held = f"the table already holds key {reverse_bits(largest)}, of counter {largest}"
     if largest >= next_value:
         ctx.add(
@@ -1257,34 +1259,23 @@ def _sequence_text(
 
 
 def _bit_reversed_fix(
-    ctx: _Context,
     key: _Key,
     counter: BitReversedSequence | TableSequence | sa.Sequence,
-    largest: int,
 ) -> str:
-    """How to move the counter past ``largest``, never back: by hand, as a migration runs it."""
-    following, dialect = largest + 1, ctx.dialect
-    if isinstance(counter, TableSequence) or (
-        isinstance(counter, BitReversedSequence) and not has_sequences(dialect)
-    ):
-        table = identifier_text(dialect, counter.table, ctx.schema(None))
-        name = counter.name.replace("'", "''")
-        sql = (
-            f"UPDATE {table} SET next_value = {following} "
-            f"WHERE name = '{name}' AND next_value <= {largest}"
-        )
+    """The migration line that moves the counter past every key's counter, never back
+    (the op reads the keys again when it runs)."""
+    table = key.column.table
+    args = [repr(counter.name), repr(table.name), repr(key.column.name)]
+    args += [f"schema={table.schema!r}"] if table.schema else []
+    if isinstance(counter, TableSequence):
+        op = "resync_bit_reversed_table_sequence"
     else:
-        name = _sequence_text(ctx, counter)
-        if family(dialect) == "postgresql":
-            regclass = name.replace("'", "''")
-            # counters up to last_value may be handed out already; none past it
-            sql = (
-                f"SELECT setval('{regclass}', {following}, false) FROM {name} "
-                f"WHERE last_value <= {largest}"
-            )
-        else:  # MariaDB: SETVAL never moves a sequence back
-            sql = f"SELECT SETVAL({name}, {following}, 0)"
-    return f"in a migration: op.execute({sql!r})"
+        op = "resync_bit_reversed_sequence"
+        sequence = counter if isinstance(counter, sa.Sequence) else counter.sequence
+        args += [f"sequence_schema={sequence.schema!r}"] if sequence.schema else []
+    rows = getattr(counter, "table", DEFAULT_TABLE)
+    args += [f"sequences_table={rows!r}"] if rows != DEFAULT_TABLE else []
+    return f"in a migration: op.{op}({', '.join(args)})"
 
 
 def _lease_tables(ctx: _Context) -> dict[str, float | None]:

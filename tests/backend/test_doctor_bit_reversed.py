@@ -99,6 +99,8 @@ def run_fix(engine: Engine, fix: str) -> None:
     from alembic.operations import Operations
     from sqlalchemy.dialects import mysql, postgresql
 
+    importlib.import_module("sqlalchemy_seqkeys.alembic")  # registers the library's ops
+
     assert fix.startswith("in a migration: "), fix
     code = fix.removeprefix("in a migration: ")
     names: dict[str, Any] = {"sa": sa, "mysql": mysql, "postgresql": postgresql}
@@ -130,7 +132,15 @@ def test_a_counter_behind_the_keys_is_a_problem_and_its_fix_works(
         assert finding.details["next_value"] == 1
         assert "counter 10" in finding.message
         assert "collide" in finding.message
-        assert finding.fix is not None
+        assert (
+            finding.fix
+            == {
+                f"{ACCOUNTS}.id": "in a migration: op.resync_bit_reversed_table_sequence("
+                f"'doc_acct_ctr', {ACCOUNTS!r}, 'id')",
+                f"{CUSTOMERS}.id": "in a migration: op.resync_bit_reversed_sequence("
+                f"'doc_cust_id', {CUSTOMERS!r}, 'id')",
+            }[finding.subject]
+        )
         run_fix(engine, finding.fix)
     after = doctor(engine, models.metadata)
     assert after.healthy, after.format()
