@@ -45,6 +45,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 import sqlalchemy_seqkeys as sk
 from sqlalchemy_seqkeys import SeqKeysError
 from sqlalchemy_seqkeys._validate import shown
+from sqlalchemy_seqkeys.alembic.ops import (
+    ResyncBitReversedSequenceOp,
+    ResyncBitReversedTableSequenceOp,
+)
 from sqlalchemy_seqkeys.bitreverse import MAX_BIT_REVERSED_BATCH
 from sqlalchemy_seqkeys.pooled import MAX_ALLOCATION_SIZE
 from sqlalchemy_seqkeys.sequences.generators import MAX_BATCH_SIZE
@@ -976,6 +980,32 @@ TARGETS: list[Target] = [
             "table_name": IDENT,
             "column": IDENT,
             "schema": SCHEMA,
+            "sequences_table": IDENT,
+        },
+    ),
+    # online only (they read every key): the arguments are checked when the op is made
+    Target(
+        "op.resync_bit_reversed_table_sequence",
+        lambda **kwargs: ResyncBitReversedTableSequenceOp(**kwargs),
+        lambda: {"name": "s", "table_name": "data", "column": "id"},
+        {
+            "name": SEQUENCE_NAME,
+            "table_name": IDENT,
+            "column": IDENT,
+            "schema": SCHEMA,
+            "sequences_table": IDENT,
+        },
+    ),
+    Target(
+        "op.resync_bit_reversed_sequence",
+        lambda **kwargs: ResyncBitReversedSequenceOp(**kwargs),
+        lambda: {"name": "s", "table_name": "data", "column": "id"},
+        {
+            "name": SEQUENCE_NAME,
+            "table_name": IDENT,
+            "column": IDENT,
+            "schema": SCHEMA,
+            "sequence_schema": SCHEMA,
             "sequences_table": IDENT,
         },
     ),
