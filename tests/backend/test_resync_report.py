@@ -41,9 +41,9 @@ def imported(request: pytest.FixtureRequest, engines: Any) -> Iterator[Engine]:
     metadata.drop_all(engine)
 
 
-@pytest.fixture
-def other_process_takes_a_block(imported: Engine) -> Iterator[list[int]]:
-    """Just before the resync's UPDATE runs, another connection takes a block and commits.
+def _takes_a_block_before(imported: Engine, starts: str) -> Iterator[list[int]]:
+    """Just before a statement that starts with ``starts`` runs, another connection takes a
+    block and commits.
 
     Hooked on every Engine (``seqkeys resync`` makes its own); fires once, and the
     list it yields says whether it fired.
@@ -51,7 +51,7 @@ def other_process_takes_a_block(imported: Engine) -> Iterator[list[int]]:
     fired: list[int] = []
 
     def before_update(conn: sa.Connection, cursor: Any, statement: str, *args: Any) -> None:
-        if fired or not statement.lstrip().upper().startswith("UPDATE SEQUENCES"):
+        if fired or not " ".join(statement.split()).upper().startswith(starts):
             return
         fired.append(1)
         with imported.connect() as other:  # another pooled connection, committed now
@@ -66,6 +66,22 @@ def other_process_takes_a_block(imported: Engine) -> Iterator[list[int]]:
         yield fired
     finally:
         event.remove(sa.engine.Engine, "before_cursor_execute", before_update)
+
+
+@pytest.fixture
+def other_process_takes_a_block(imported: Engine) -> Iterator[list[int]]:
+    """Another connection takes a block between the resync's first read and its UPDATE."""
+    yield from _takes_a_block_before(imported, "UPDATE SEQUENCES")
+
+
+@pytest.fixture
+def other_process_takes_a_block_first(imported: Engine) -> Iterator[list[int]]:
+    """Another connection takes a block just before ``seqkeys resync`` reads the sequence.
+
+    The command reads it locked (``FOR UPDATE``) and then moves it: no other
+    process can take a block between the two any more, only before (or after).
+    """
+    yield from _takes_a_block_before(imported, "SELECT SEQUENCES.NEXT_VALUE")
 
 
 def _stored(engine: Engine) -> int | None:
@@ -93,13 +109,15 @@ def test_with_an_engine_the_committed_value_is_returned(
 
 
 def test_the_command_prints_the_committed_value(
-    imported: Engine, other_process_takes_a_block: list[int], capsys: pytest.CaptureFixture[str]
+    imported: Engine,
+    other_process_takes_a_block_first: list[int],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     url = imported.url.render_as_string(hide_password=False)
     args = ["resync", "--url", url, "--sequence", "inv", "--table", DATA, "--column", "id"]
     assert main(args) == 0
-    assert other_process_takes_a_block == [1]
+    assert other_process_takes_a_block_first == [1]
     out = capsys.readouterr().out
-    assert f"next value {1 + TAKEN}" in out, out
+    assert f"next value {1 + TAKEN}, already past" in out, out
     assert "next value 1," not in out, out
     assert _stored(imported) == 1 + TAKEN
