@@ -114,58 +114,52 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
         # the storage CombGuid picks (also what DDL and Alembic see)
         return self._guid(dialect).load_dialect_impl(dialect)
 
-    # CombGuid's conversions refuse what MariaDB's UUID type would (a UUID of
-    # version 8 and up with the NCS variant) with InvalidGuidError; a TypeID
-    # column says it with InvalidTypeIDError: each caller below re-raises.
+    def _converted(self, convert: Callable[[uuid.UUID], Any], guid: uuid.UUID) -> Any:
+        """``convert(guid)``, CombGuid's conversion to its storage. It refuses a UUID that
+        MariaDB's UUID type would refuse (version 8 and up with the NCS variant) with
+        InvalidGuidError, which a TypeID column says with InvalidTypeIDError."""
+        try:
+            return convert(guid)
+        except MariaDBUuidRefusedError:
+            raise self._refused(guid) from None
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
-        guid = self._uuid(value)
-        try:
-            return self._guid(dialect).process_bind_param(guid, dialect)
-        except MariaDBUuidRefusedError:
-            raise self._refused(guid) from None
+        guid = self._guid(dialect)
+        return self._converted(lambda v: guid.process_bind_param(v, dialect), self._uuid(value))
 
     def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
         # CombGuid's own processor (its storage conversion for this dialect) after ours
         inner = self._guid(dialect).dialect_impl(dialect).bind_processor(dialect)
         to_uuid = self._uuid
-        refused = self._refused
+        converted = self._converted
 
         def process(value: Any) -> Any:
             if value is None:
                 return None
             value = to_uuid(value)
-            if inner is None:
-                return value
-            try:
-                return inner(value)
-            except MariaDBUuidRefusedError:
-                raise refused(value) from None
+            return value if inner is None else converted(inner, value)
 
         return process
 
     def process_literal_param(self, value: Any, dialect: Dialect) -> str:
-        guid = self._uuid(value)
-        try:
-            return self._guid(dialect).process_literal_param(guid, dialect)
-        except MariaDBUuidRefusedError:
-            raise self._refused(guid) from None
+        guid = self._guid(dialect)
+        literal: str = self._converted(
+            lambda v: guid.process_literal_param(v, dialect), self._uuid(value)
+        )
+        return literal
 
     def literal_processor(self, dialect: Dialect) -> Callable[[Any], str] | None:
         inner = self._guid(dialect).dialect_impl(dialect).literal_processor(dialect)
         if inner is None:
             return None
         to_uuid = self._uuid
-        refused = self._refused
+        converted = self._converted
 
         def process(value: Any) -> str:
-            guid = to_uuid(value)
-            try:
-                return inner(guid)
-            except MariaDBUuidRefusedError:
-                raise refused(guid) from None
+            literal: str = converted(inner, to_uuid(value))
+            return literal
 
         return process
 

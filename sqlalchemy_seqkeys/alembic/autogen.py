@@ -33,6 +33,7 @@ from sqlalchemy_seqkeys.alembic.ops import (
     DropSequencesTableOp,
     FillShardColumnOp,
     MakeSequenceNamesCaseSensitiveOp,
+    NativeResyncOp,
     ResyncBitReversedSequenceOp,
     ResyncBitReversedTableSequenceOp,
     ResyncTableSequenceOp,
@@ -52,7 +53,7 @@ from sqlalchemy_seqkeys.workers import MARK_COLUMN
 if TYPE_CHECKING:  # not at run time: Alembic loads the plugin while importing this
     from alembic.autogenerate.api import AutogenContext
 
-__all__ = ["declared_objects", "declared_sequences", "render_item"]
+__all__ = ["declared_objects", "declared_sequences", "native_resyncs", "render_item"]
 
 _SEQUENCES_COLUMNS = {"name", "next_value"}
 _WORKERS_COLUMNS = {"worker_id", "owner", "expires_at"}  # and high_water_ms, from 0.2
@@ -483,7 +484,9 @@ def compare_seqkeys(
                 sequence.table,
                 sequence.schema,
             )
-            create_bit_reversed.followed_by = _bit_reversed_resyncs(autogen_context, sequence)
+            create_bit_reversed.followed_by = native_resyncs(
+                autogen_context, sequence, ResyncBitReversedSequenceOp
+            )
             upgrade_ops.ops.append(create_bit_reversed)
     return PriorityDispatchResult.CONTINUE
 
@@ -516,22 +519,26 @@ def _table_sequence_resyncs(
     )
 
 
-def _bit_reversed_resyncs(
-    autogen_context: AutogenContext, sequence: BitReversedSequence
+def native_resyncs(
+    autogen_context: AutogenContext,
+    sequence: PooledSequence | BitReversedSequence,
+    op_class: type[NativeResyncOp],
 ) -> tuple[SeqKeysOp, ...]:
-    """The resyncs after a new bit-reversed sequence, for each column of a table the
-    database has whose default it is: past the largest ``reverse_bits(key)``."""
+    """The resyncs (``op_class``) after a new native sequence, for each column of a table
+    the database has whose default is that sequence: the same class, name, schema and
+    sequences table.
+
+    :param autogen_context: Alembic's context of the autogenerate run.
+    :param sequence: the sequence the migration creates.
+    :param op_class: its resync: past ``MAX(column)`` for a pooled sequence, past the
+        largest ``reverse_bits(key)`` for a bit-reversed one.
+    """
     return tuple(
-        ResyncBitReversedSequenceOp(
-            sequence.name,
-            users.name,
-            column.name,
-            users.schema,
-            sequence.schema,
-            sequence.table,
+        op_class(
+            sequence.name, users.name, column.name, users.schema, sequence.schema, sequence.table
         )
         for users, column in existing_users(
-            autogen_context, functools.partial(_is_bit_reversed_sequence, sequence=sequence)
+            autogen_context, functools.partial(_is_same_sequence, sequence=sequence)
         )
     )
 
@@ -542,9 +549,11 @@ def _is_bit_reversed_counter(found: object, key: tuple[str, str]) -> bool:
     return isinstance(source, TableSequence) and (source.table, source.name) == key
 
 
-def _is_bit_reversed_sequence(found: object, sequence: BitReversedSequence) -> bool:
-    """Whether a column default is the bit-reversed sequence ``sequence`` (by where it lives)."""
-    return isinstance(found, BitReversedSequence) and (found.name, found.schema, found.table) == (
+def _is_same_sequence(found: object, sequence: PooledSequence | BitReversedSequence) -> bool:
+    """Whether a column default is ``sequence``: its class, and where it lives."""
+    if type(found) is not type(sequence):
+        return False
+    return (found.name, found.schema, found.table) == (
         sequence.name,
         sequence.schema,
         sequence.table,

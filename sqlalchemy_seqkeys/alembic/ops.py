@@ -739,7 +739,88 @@ class ResyncOp(SeqKeysOp):
 
 
 @dataclass(eq=False)
-class ResyncTableSequenceOp(ResyncOp, op_name="resync_table_sequence"):
+class RowResyncOp(ResyncOp):
+    """A resync of a sequence that is a row of the sequences table (its arguments, checked)."""
+
+    @classmethod
+    def run(
+        cls,
+        operations: Operations,
+        name: str,
+        table_name: str,
+        column: str,
+        *,
+        schema: str | None = None,
+        sequences_table: str = DEFAULT_TABLE,
+    ) -> None:
+        """``op.<resync>(name, table_name, column, ...)``.
+
+        :param name: the table sequence to move.
+        :param table_name: the table whose keys it moves past.
+        :param column: that table's key column.
+        :param schema: that table's schema; None: the default one.
+        :param sequences_table: the sequences table that holds the sequence's row.
+        """
+        operations.invoke(cls(name, table_name, column, schema, sequences_table))
+
+    sequences_table: str = DEFAULT_TABLE
+    #: ``op.resync_table_sequence``'s UPDATE (building it checks the arguments)
+    statement: sa.Update = field(init=False, repr=False)
+
+    keyword_only = ("schema", "sequences_table")
+
+    def __post_init__(self) -> None:
+        self.statement = resync_statement(  # validates the arguments
+            self.name,
+            self.table_name,
+            self.column,
+            schema=self.schema,
+            sequences_table=self.sequences_table,
+        )
+
+
+@dataclass(eq=False)
+class NativeResyncOp(ResyncOp):
+    """A resync of a native sequence, or of its sequences-table row where the engine has none."""
+
+    @classmethod
+    def run(
+        cls,
+        operations: Operations,
+        name: str,
+        table_name: str,
+        column: str,
+        *,
+        schema: str | None = None,
+        sequence_schema: str | None = None,
+        sequences_table: str = DEFAULT_TABLE,
+    ) -> None:
+        """``op.<resync>(name, table_name, column, ...)``.
+
+        :param name: the sequence to move.
+        :param table_name: the table whose keys it moves past.
+        :param column: that table's key column.
+        :param schema: that table's schema; None: the default one.
+        :param sequence_schema: the native sequence's schema; None: the default one.
+        :param sequences_table: the sequences table where the engine has no such sequence.
+        """
+        operations.invoke(cls(name, table_name, column, schema, sequence_schema, sequences_table))
+
+    sequence_schema: str | None = None
+    sequences_table: str = DEFAULT_TABLE
+    #: the same where the sequence is a sequences-table row; validates the arguments
+    as_row: ResyncTableSequenceOp = field(init=False, repr=False)
+
+    keyword_only = ("schema", "sequence_schema", "sequences_table")
+
+    def __post_init__(self) -> None:
+        source = (self.name, self.table_name, self.column)
+        self.as_row = ResyncTableSequenceOp(*source, self.schema, self.sequences_table)
+        check_name(self.sequence_schema, "sequence_schema", MigrationError, nullable=True)
+
+
+@dataclass(eq=False)
+class ResyncTableSequenceOp(RowResyncOp, op_name="resync_table_sequence"):
     """Move a table sequence past ``MAX(column)`` of a table, never backwards.
 
     For a migration that imports rows with their keys, and after creating a
@@ -753,41 +834,6 @@ class ResyncTableSequenceOp(ResyncOp, op_name="resync_table_sequence"):
 
         op.resync_table_sequence("invoice_id", "invoices", "id")
     """
-
-    @classmethod
-    def run(
-        cls,
-        operations: Operations,
-        name: str,
-        table_name: str,
-        column: str,
-        *,
-        schema: str | None = None,
-        sequences_table: str = DEFAULT_TABLE,
-    ) -> None:
-        """``op.resync_table_sequence(name, table_name, column, ...)``.
-
-        :param name: the table sequence to move.
-        :param table_name: the table whose ``MAX(column)`` it moves past.
-        :param column: that table's key column.
-        :param schema: that table's schema; None: the default one.
-        :param sequences_table: the sequences table that holds the sequence's row.
-        """
-        operations.invoke(cls(name, table_name, column, schema, sequences_table))
-
-    sequences_table: str = DEFAULT_TABLE
-    statement: sa.Update = field(init=False, repr=False)
-
-    keyword_only = ("schema", "sequences_table")
-
-    def __post_init__(self) -> None:
-        self.statement = resync_statement(  # validates the arguments
-            self.name,
-            self.table_name,
-            self.column,
-            schema=self.schema,
-            sequences_table=self.sequences_table,
-        )
 
 
 @implements(ResyncTableSequenceOp)
@@ -917,7 +963,7 @@ def _resync_counter_row(
 
 
 @dataclass(eq=False)
-class ResyncBitReversedTableSequenceOp(ResyncOp, op_name="resync_bit_reversed_table_sequence"):
+class ResyncBitReversedTableSequenceOp(RowResyncOp, op_name="resync_bit_reversed_table_sequence"):
     """Move the table sequence behind ``BitReversed(TableSequence(name))`` past a table's keys.
 
     The counter behind a key is ``reverse_bits(key)``, not the key, and bit-reversed keys
@@ -935,37 +981,6 @@ class ResyncBitReversedTableSequenceOp(ResyncOp, op_name="resync_bit_reversed_ta
         op.resync_bit_reversed_table_sequence("account_counter", "accounts", "id")
     """
 
-    @classmethod
-    def run(
-        cls,
-        operations: Operations,
-        name: str,
-        table_name: str,
-        column: str,
-        *,
-        schema: str | None = None,
-        sequences_table: str = DEFAULT_TABLE,
-    ) -> None:
-        """``op.resync_bit_reversed_table_sequence(name, table_name, column, ...)``.
-
-        :param name: the table sequence behind the bit-reversed key.
-        :param table_name: the table whose keys' counters it moves past.
-        :param column: that table's bit-reversed key column.
-        :param schema: that table's schema; None: the default one.
-        :param sequences_table: the sequences table that holds the sequence's row.
-        """
-        operations.invoke(cls(name, table_name, column, schema, sequences_table))
-
-    sequences_table: str = DEFAULT_TABLE
-
-    keyword_only = ("schema", "sequences_table")
-
-    def __post_init__(self) -> None:
-        # validates the names as op.resync_table_sequence does
-        ResyncTableSequenceOp(
-            self.name, self.table_name, self.column, self.schema, self.sequences_table
-        )
-
 
 @implements(ResyncBitReversedTableSequenceOp)
 def _resync_bit_reversed_table_sequence(
@@ -975,7 +990,7 @@ def _resync_bit_reversed_table_sequence(
 
 
 @dataclass(eq=False)
-class ResyncBitReversedSequenceOp(ResyncOp, op_name="resync_bit_reversed_sequence"):
+class ResyncBitReversedSequenceOp(NativeResyncOp, op_name="resync_bit_reversed_sequence"):
     """Move a ``BitReversedSequence``'s counter past the counters of a table's keys.
 
     As :class:`ResyncBitReversedTableSequenceOp`, for the counter
@@ -994,40 +1009,6 @@ class ResyncBitReversedSequenceOp(ResyncOp, op_name="resync_bit_reversed_sequenc
         op.create_bit_reversed_sequence("customer_id", start_with_counter=1)
         op.resync_bit_reversed_sequence("customer_id", "customers", "id")
     """
-
-    @classmethod
-    def run(
-        cls,
-        operations: Operations,
-        name: str,
-        table_name: str,
-        column: str,
-        *,
-        schema: str | None = None,
-        sequence_schema: str | None = None,
-        sequences_table: str = DEFAULT_TABLE,
-    ) -> None:
-        """``op.resync_bit_reversed_sequence(name, table_name, column, ...)``.
-
-        :param name: the bit-reversed sequence to move.
-        :param table_name: the table whose keys' counters it moves past.
-        :param column: that table's bit-reversed key column.
-        :param schema: that table's schema; None: the default one.
-        :param sequence_schema: the native sequence's schema; None: the default one.
-        :param sequences_table: the sequences table where the engine has no sequences.
-        """
-        operations.invoke(cls(name, table_name, column, schema, sequence_schema, sequences_table))
-
-    sequence_schema: str | None = None
-    sequences_table: str = DEFAULT_TABLE
-
-    keyword_only = ("schema", "sequence_schema", "sequences_table")
-
-    def __post_init__(self) -> None:
-        ResyncTableSequenceOp(
-            self.name, self.table_name, self.column, self.schema, self.sequences_table
-        )
-        check_name(self.sequence_schema, "sequence_schema", MigrationError, nullable=True)
 
 
 def _moved_by_hand(

@@ -13,7 +13,6 @@ User guide: docs/strategies/pooled.md.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -24,19 +23,17 @@ from alembic.operations import ops as alembic_ops
 from alembic.util import PriorityDispatchResult
 
 from sqlalchemy_seqkeys._dialect import incrementing_sequences
-from sqlalchemy_seqkeys._validate import check_name
 from sqlalchemy_seqkeys.alembic.autogen import (
     declared_objects,
-    existing_users,
     keep_tables,
     metadatas_of,
+    native_resyncs,
     row_exists,
     sequences_tables_needed,
 )
 from sqlalchemy_seqkeys.alembic.ops import (
     CreateSequencesTableOp,
-    ResyncOp,
-    ResyncTableSequenceOp,
+    NativeResyncOp,
     SequenceOp,
     create_sequence,
     drop_sequence,
@@ -137,7 +134,7 @@ implements(DropPooledSequenceOp)(drop_sequence)
 
 
 @dataclass(eq=False)
-class ResyncPooledSequenceOp(ResyncOp, op_name="resync_pooled_sequence"):
+class ResyncPooledSequenceOp(NativeResyncOp, op_name="resync_pooled_sequence"):
     """Move a pooled sequence to ``MAX(column) + 1`` of a table, never backwards.
 
     For a migration that imports rows with their keys, and after creating a
@@ -152,41 +149,6 @@ class ResyncPooledSequenceOp(ResyncOp, op_name="resync_pooled_sequence"):
 
         op.resync_pooled_sequence("order_id", "orders", "id")
     """
-
-    @classmethod
-    def run(
-        cls,
-        operations: Operations,
-        name: str,
-        table_name: str,
-        column: str,
-        *,
-        schema: str | None = None,
-        sequence_schema: str | None = None,
-        sequences_table: str = DEFAULT_TABLE,
-    ) -> None:
-        """``op.resync_pooled_sequence(name, table_name, column, ...)``.
-
-        :param name: the pooled sequence to move.
-        :param table_name: the table whose ``MAX(column) + 1`` it moves to.
-        :param column: that table's key column.
-        :param schema: that table's schema; None: the default one.
-        :param sequence_schema: the native sequence's schema; None: the default one.
-        :param sequences_table: the sequences table where the engine has no such sequence.
-        """
-        operations.invoke(cls(name, table_name, column, schema, sequence_schema, sequences_table))
-
-    sequence_schema: str | None = None
-    sequences_table: str = DEFAULT_TABLE
-    #: the same where the sequence is a sequences-table row; validates the arguments
-    as_row: ResyncTableSequenceOp = field(init=False, repr=False)
-
-    keyword_only = ("schema", "sequence_schema", "sequences_table")
-
-    def __post_init__(self) -> None:
-        source = (self.name, self.table_name, self.column)
-        self.as_row = ResyncTableSequenceOp(*source, self.schema, self.sequences_table)
-        check_name(self.sequence_schema, "sequence_schema", MigrationError, nullable=True)
 
 
 @implements(ResyncPooledSequenceOp)
@@ -295,27 +257,6 @@ def compare_pooled_sequences(
             create = CreatePooledSequenceOp(
                 name, sequence.batch_size, sequence.start, sequence.schema, sequence.table
             )
-            create.followed_by = tuple(
-                ResyncPooledSequenceOp(
-                    name,
-                    users.name,
-                    column.name,
-                    users.schema,
-                    sequence.schema,
-                    sequence.table,
-                )
-                for users, column in existing_users(
-                    autogen_context, functools.partial(_is_pooled_sequence, sequence=sequence)
-                )
-            )
+            create.followed_by = native_resyncs(autogen_context, sequence, ResyncPooledSequenceOp)
             upgrade_ops.ops.append(create)
     return PriorityDispatchResult.CONTINUE
-
-
-def _is_pooled_sequence(found: object, sequence: PooledSequence) -> bool:
-    """Whether a column default is the pooled sequence ``sequence`` (by where it lives)."""
-    return isinstance(found, PooledSequence) and (found.name, found.schema, found.table) == (
-        sequence.name,
-        sequence.schema,
-        sequence.table,
-    )
