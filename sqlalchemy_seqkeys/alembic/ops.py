@@ -36,6 +36,7 @@ from sqlalchemy_seqkeys._dialect import (
 from sqlalchemy_seqkeys._dialect import native_sequences as native_sequences
 from sqlalchemy_seqkeys._validate import check_int, check_name, shown
 from sqlalchemy_seqkeys.bitreverse import BitReversedSequence, SkipRange, reverse_bits
+from sqlalchemy_seqkeys.dialects import sequence_schema
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
     InvalidShardError,
@@ -1053,7 +1054,9 @@ def _resync_bit_reversed_sequence(
     if conn is None:
         _refuse_offline(operation)
         return
-    if not sa.inspect(conn).has_sequence(operation.name, operation.sequence_schema):
+    # the schema the connection's schema_translate_map makes it (a tenant's)
+    schema = sequence_schema(conn, sequence)
+    if not sa.inspect(conn).has_sequence(operation.name, schema):
         raise MigrationError(
             f"there is no sequence {operation.name!r} to resync; create it with "
             f"op.create_bit_reversed_sequence({operation.name!r}) first"
@@ -1066,7 +1069,7 @@ def _resync_bit_reversed_sequence(
         raise _moved_by_hand(dialect, operation, largest)
     counter = sa.cast(sa.literal(largest, sa.BigInteger), sa.BigInteger)
     top = sa.select(counter.label("m")).subquery("top")
-    name_value = identifier_text(dialect, operation.name, operation.sequence_schema)
+    name_value = identifier_text(dialect, operation.name, schema)
     for statement in build(_CounterResync(dialect, sequence, name_value, top)):
         operations.execute(statement)
 

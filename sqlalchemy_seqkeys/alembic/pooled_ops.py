@@ -41,6 +41,7 @@ from sqlalchemy_seqkeys.alembic.ops import (
     migration_connection,
     require_source,
 )
+from sqlalchemy_seqkeys.dialects import sequence_schema
 from sqlalchemy_seqkeys.errors import MigrationError
 from sqlalchemy_seqkeys.pooled import PooledSequence, resync_pooled_statements
 from sqlalchemy_seqkeys.sequences.table import DEFAULT_TABLE
@@ -158,12 +159,21 @@ def _resync_pooled(operations: Operations, operation: ResyncPooledSequenceOp) ->
         operations.invoke(operation.as_row)
         return
     source = (operation.name, operation.table_name, operation.column)
-    statements = resync_pooled_statements(  # refuses engines it cannot resync on
-        dialect, *source, schema=operation.schema, sequence_schema=operation.sequence_schema
-    )
     conn = migration_connection(operations)
+    # the connection's schema_translate_map (a tenant's) makes the sequence's schema
+    translate = None if conn is None else conn.get_execution_options().get("schema_translate_map")
+    statements = resync_pooled_statements(  # refuses engines it cannot resync on
+        dialect,
+        *source,
+        schema=operation.schema,
+        sequence_schema=operation.sequence_schema,
+        schema_translate_map=translate,
+    )
     if conn is not None:
-        if not sa.inspect(conn).has_sequence(operation.name, operation.sequence_schema):
+        schema = sequence_schema(
+            conn, sa.Sequence(operation.name, schema=operation.sequence_schema)
+        )
+        if not sa.inspect(conn).has_sequence(operation.name, schema):
             raise MigrationError(
                 f"there is no sequence {operation.name!r} to resync; create it with "
                 f"op.create_pooled_sequence({operation.name!r}, ALLOCATION_SIZE) first"

@@ -54,11 +54,13 @@ def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> tup
     :param sequence: the native sequence, as declared (``sa.Sequence``).
     :param increment: the sequence's ``INCREMENT BY``, as its catalog says.
     """
-    relation = sa.table(
+    # a Table, not sa.table(): only a Table follows the connection's schema_translate_map
+    relation = sa.Table(
         sequence.name,
-        sa.column("next_not_cached_value"),
-        sa.column("cache_size"),
-        sa.column("start_value"),
+        sa.MetaData(),
+        sa.Column("next_not_cached_value", sa.BigInteger),
+        sa.Column("cache_size", sa.BigInteger),
+        sa.Column("start_value", sa.BigInteger),
         schema=sequence.schema,
     )
     columns = relation.c.next_not_cached_value, relation.c.cache_size, relation.c.start_value

@@ -32,8 +32,13 @@ def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> tup
     :param sequence: the native sequence, as declared (``sa.Sequence``).
     :param increment: the sequence's ``INCREMENT BY``, as its catalog says.
     """
-    relation = sa.table(
-        sequence.name, sa.column("last_value"), sa.column("is_called"), schema=sequence.schema
+    # a Table, not sa.table(): only a Table follows the connection's schema_translate_map
+    relation = sa.Table(
+        sequence.name,
+        sa.MetaData(),
+        sa.Column("last_value", sa.BigInteger),
+        sa.Column("is_called", sa.Boolean),
+        schema=sequence.schema,
     )
     row = conn.execute(sa.select(relation.c.last_value, relation.c.is_called)).one()
     upcoming = int(row[0]) + increment if row[1] else int(row[0])
