@@ -343,7 +343,8 @@ def _lock_timed_out(exc: BaseException) -> bool:
 _LOCK_SETTINGS = {
     "postgresql": (
         "SELECT current_setting('lock_timeout')",
-        "SELECT set_config('lock_timeout', :a, false)",
+        # transaction-local in the caller's transaction (its own SET LOCAL stays local)
+        "SELECT set_config('lock_timeout', :a, :local)",
     ),
     "mysql": (
         "SELECT @@SESSION.lock_wait_timeout, @@SESSION.innodb_lock_wait_timeout",
@@ -358,7 +359,9 @@ def _short_lock_waits(conn: sa.Connection) -> Iterator[None]:
     its own settings put back after (the session's, never the server's globals).
 
     In the caller's transaction the settings are changed and put back in it (on
-    PostgreSQL a rollback of it undoes both); outside one, each is committed.
+    PostgreSQL as transaction-local settings, so that a ``SET LOCAL`` of the
+    caller's never outlives its transaction; a rollback undoes both); outside
+    one, each is committed.
     """
     statements = _LOCK_SETTINGS.get(family(conn.dialect))
     if statements is None or dialect_key(conn.dialect) not in ("postgresql", "mysql", "mariadb"):
@@ -368,6 +371,8 @@ def _short_lock_waits(conn: sa.Connection) -> Iterator[None]:
     was_in_transaction = conn.in_transaction()
 
     def put(values: dict[str, Any]) -> None:
+        if family(conn.dialect) == "postgresql":
+            values = {**values, "local": was_in_transaction}
         conn.execute(sa.text(write), values, execution_options=_UNTRANSLATED)
         if not was_in_transaction:  # doctor's checks each begin their own
             conn.commit()
