@@ -26,6 +26,8 @@ __all__ = ["TypeIDType"]
 #: the two storages a TypeID column has: 16 bytes, or MariaDB's own UUID type
 _BINARY = CombGuid(binary=True)
 _NATIVE = CombGuid(native_uuid=True)
+#: the storage a value compared with a native_uuid column binds with: MariaDB's text, unrefused
+_NATIVE_COMPARED: CombGuid = _NATIVE.coerce_compared_value(None, None)
 
 
 class TypeIDType(sqltypes.TypeDecorator[TypeID]):
@@ -44,7 +46,8 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
         ``native_uuid=True``) instead of ``BINARY(16)``; elsewhere ignored. A COMB
         default is refused there (MariaDB's ``UUID`` sorts it out of minting order),
         and so is an id MariaDB's ``UUID`` refuses (version 8 to 15 with byte 8
-        from 0x01 to 0x80), with :class:`~sqlalchemy_seqkeys.InvalidTypeIDError`.
+        from 0x01 to 0x80), with :class:`~sqlalchemy_seqkeys.InvalidTypeIDError` when it
+        is stored; compared with the column (``==``, ``in_``) it finds no row.
 
     Example::
 
@@ -74,6 +77,18 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
         if self.native_uuid and mariadb_uuid_keeps_v7_order(dialect):
             return _NATIVE
         return _BINARY
+
+    def coerce_compared_value(self, op: Any, value: Any) -> Any:
+        # A value compared with the column (==, !=, in_) is not stored: it binds
+        # without MariaDB's refusal (CombGuid's compared type; the server finds no
+        # row). INSERT and UPDATE ... SET bind with the column's own type, which
+        # refuses. A subclass keeps its own type (its binds may differ).
+        if not self.native_uuid or type(self) is not TypeIDType:
+            return self
+        compared = self.__dict__.get("_compared")
+        if compared is None:
+            compared = self.__dict__["_compared"] = _ComparedTypeIDType(self.prefix, True)
+        return compared
 
     def __repr__(self) -> str:
         extra = ", native_uuid=True" if self.native_uuid else ""
@@ -181,3 +196,16 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
     def process_result_value(self, value: Any, dialect: Dialect) -> TypeID | None:
         guid = self._guid(dialect).process_result_value(value, dialect)
         return None if guid is None else TypeID(self.prefix, guid)
+
+
+class _ComparedTypeIDType(TypeIDType):
+    """``TypeIDType(prefix, native_uuid=True)`` compared with a value: binds unrefused.
+
+    Its own class keeps it apart from the column's type in the statement cache.
+    """
+
+    cache_ok = True
+
+    def _guid(self, dialect: Dialect) -> CombGuid:
+        guid = super()._guid(dialect)
+        return _NATIVE_COMPARED if guid is _NATIVE else guid

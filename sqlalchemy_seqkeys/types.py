@@ -163,7 +163,8 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
         (``default=new_uuid7``) in order, MariaDB 10.11.5 and later; elsewhere
         the column is what it would be without it. Not with ``binary``. A value
         MariaDB refuses (version 8 to 15 with byte 8 from 0x01 to 0x80) raises
-        :class:`~sqlalchemy_seqkeys.InvalidGuidError` when it is bound.
+        :class:`~sqlalchemy_seqkeys.InvalidGuidError` when it is stored (INSERT,
+        UPDATE ... SET); compared with the column (``==``, ``in_``) it finds no row.
 
     Example::
 
@@ -209,6 +210,15 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
             return "mariadb_uuid"
         storage = _storage(dialect)
         return storage.binary_form if self.binary else storage.text_form
+
+    def coerce_compared_value(self, op: Any, value: Any) -> Any:
+        # A value compared with the column (==, !=, in_) is not stored: it binds
+        # its text without MariaDB's refusal (the server finds no row for it).
+        # INSERT and UPDATE ... SET bind with the column's own type, which refuses.
+        # A subclass keeps its own type (its binds may differ).
+        if self.native_uuid and type(self) is CombGuid:
+            return _COMPARED
+        return self
 
     def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
         if self._mariadb_uuid(dialect):
@@ -323,6 +333,23 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
         if guid is not None:
             return guid
         raise _UnreadableGuidError.of(value, repr(self), dialect.name)
+
+
+class _ComparedCombGuid(CombGuid):
+    """``CombGuid(native_uuid=True)`` compared with a value: binds MariaDB's text unrefused.
+
+    Its own class keeps it apart from the column's type in the statement cache.
+    """
+
+    cache_ok = True
+
+    def _form(self, dialect: Dialect) -> str:
+        form = super()._form(dialect)
+        return "text" if form == "mariadb_uuid" else form
+
+
+#: the type a value compared with a ``CombGuid(native_uuid=True)`` column binds with
+_COMPARED = _ComparedCombGuid(native_uuid=True)
 
 
 def _not_a_guid(value: object, declared: str, dialect_name: str, column: str | None) -> str:

@@ -1,11 +1,12 @@
-"""The values MariaDB's ``UUID`` type refuses are refused at the bind, with the library's error.
+"""The values MariaDB's ``UUID`` type refuses are refused when stored, with the library's error.
 
 MariaDB 10.11.5+ answers ``Incorrect uuid value`` for a UUID of version 8 to 15 whose
 byte 8 is 0x01 to 0x80 (stored as given, it would read back as one it had swapped).
 ``CombGuid(native_uuid=True)`` raises InvalidGuidError for such a value and
 ``TypeIDType(..., native_uuid=True)`` InvalidTypeIDError, both naming
 ``native_uuid=False``: each of the 256 version and variant nibble pairs is stored and
-read back equal, or refused that way, never by the driver.
+read back equal, or refused that way, never by the driver. A comparison with such a
+value is not refused: it finds no row (``==``, ``in_``), and storing it still raises.
 """
 
 from __future__ import annotations
@@ -196,3 +197,51 @@ def test_other_engines_store_them_all(name: str, engines: Any) -> None:
             assert sorted(conn.scalars(sa.select(table.c.id))) == sorted(values)
     finally:
         md.drop_all(engine)
+
+
+@pytest.mark.parametrize(
+    ("type_", "make", "error"),
+    [
+        (CombGuid(native_uuid=True), lambda u: u, InvalidGuidError),
+        (TypeIDType("user", native_uuid=True), lambda u: TypeID("user", u), InvalidTypeIDError),
+    ],
+    ids=["CombGuid", "TypeIDType"],
+)
+def test_a_comparison_with_a_refused_value_finds_no_row(
+    mariadb: tuple[Engine, sa.MetaData],
+    type_: Any,
+    make: Callable[[uuid.UUID], Any],
+    error: type[Exception],
+) -> None:
+    # only a stored value is refused: a comparison binds the text, no row holds it
+    engine, md = mariadb
+    table = sa.Table(
+        "ids", md, sa.Column("id", type_, primary_key=True), sa.Column("n", sa.Integer)
+    )
+    md.create_all(engine)
+    good, refused = make(_value(7, 8)), make(_value(9, 3))
+    assert _mariadb_refuses(_value(9, 3))
+    column = table.c.id
+    with engine.begin() as conn:
+        conn.execute(table.insert(), {"id": good, "n": 1})
+        assert conn.execute(sa.select(table).where(column == refused)).all() == []
+        assert conn.scalars(sa.select(column).where(column.in_([good, refused]))).all() == [good]
+        assert conn.scalars(sa.select(column).where(column.in_([refused]))).all() == []
+        # MariaDB compares with NULL (warning 1292): no row either way, and no error
+        conn.execute(sa.select(table).where(column != refused)).all()
+        conn.execute(sa.select(table).where(column.not_in([refused]))).all()
+        assert conn.execute(table.update().where(column == refused).values(n=2)).rowcount == 0
+        assert conn.execute(table.delete().where(column == refused)).rowcount == 0
+        assert conn.scalars(sa.select(table.c.n)).all() == [1]
+    where = sa.select(table).where(column == refused)
+    assert "id =" in str(where.compile(engine, compile_kwargs={"literal_binds": True}))
+    # storing it is still refused, by INSERT and by UPDATE ... SET, with the library's error
+    assert _is_error(_store(engine, table, refused), error)
+    with pytest.raises(sa.exc.StatementError) as caught, engine.begin() as conn:
+        conn.execute(table.update().where(column == good).values(id=refused))
+    assert not isinstance(caught.value, sa.exc.DBAPIError)
+    assert _is_error(caught.value.orig, error)
+    # the comparison's type is cached, and not the stored type in the statement cache
+    compared = type_.coerce_compared_value(sa.sql.operators.eq, refused)
+    assert compared is type_.coerce_compared_value(sa.sql.operators.eq, good)
+    assert compared._static_cache_key != type_._static_cache_key
