@@ -49,6 +49,7 @@ __all__ = [
     "read_catalog_by_name",
     "read_sequence_catalog",
     "sequence_name_value",
+    "sequence_relation",
     "sequence_schema",
     "server_named",
     "server_version",
@@ -403,6 +404,31 @@ def read_catalog_by_name(
     """
     row = conn.execute(query, {"name": sequence_name_value(conn, sequence)}).first()
     return None if row is None else (int(row[0]), bool(row[1]))
+
+
+def sequence_relation(sequence: sa.Sequence, *columns: str) -> sa.Table:
+    """A native sequence read as the relation it is (PostgreSQL, MariaDB), with ``columns``.
+
+    A ``Table``, not ``sa.table()``: only a Table follows the connection's
+    ``schema_translate_map``, so a tenant's statement reads the tenant's sequence.
+
+    :param sequence: the native sequence, as declared (``sa.Sequence``).
+    :param columns: the names of the columns the statement reads.
+
+    Example::
+
+        >>> import sqlalchemy as sa
+        >>> relation = sequence_relation(sa.Sequence("order_id"), "last_value")
+        >>> print(sa.select(relation.c.last_value))
+        SELECT order_id.last_value
+        FROM order_id
+    """
+    return sa.Table(
+        sequence.name,
+        sa.MetaData(),
+        *(sa.Column(name) for name in columns),
+        schema=sequence.schema,
+    )
 
 
 def catalog_reader(query: str, catalog: str) -> CatalogReader:

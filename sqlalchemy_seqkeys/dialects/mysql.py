@@ -8,7 +8,13 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 from sqlalchemy_seqkeys.comb import CombLayout
-from sqlalchemy_seqkeys.dialects import DialectFacts, GuidStorage, SequenceResync, Statement
+from sqlalchemy_seqkeys.dialects import (
+    DialectFacts,
+    GuidStorage,
+    SequenceResync,
+    Statement,
+    sequence_relation,
+)
 
 _MAX_VALUE = 2**63 - 1
 
@@ -26,14 +32,7 @@ def read_catalog(conn: sa.Connection, sequence: sa.Sequence) -> tuple[int, bool]
 
     # A MariaDB sequence is a table of one row (information_schema.SEQUENCES
     # came in 11.5). A failed statement leaves MariaDB's transaction as it was.
-    # A Table, not sa.table(): only a Table follows a schema_translate_map.
-    relation = sa.Table(
-        sequence.name,
-        sa.MetaData(),
-        sa.Column("increment"),
-        sa.Column("cycle_option"),
-        schema=sequence.schema,
-    )
+    relation = sequence_relation(sequence, "increment", "cycle_option")
     try:
         row = conn.execute(sa.select(relation.c.increment, relation.c.cycle_option)).first()
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
@@ -54,15 +53,7 @@ def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> tup
     :param sequence: the native sequence, as declared (``sa.Sequence``).
     :param increment: the sequence's ``INCREMENT BY``, as its catalog says.
     """
-    # a Table, not sa.table(): only a Table follows the connection's schema_translate_map
-    relation = sa.Table(
-        sequence.name,
-        sa.MetaData(),
-        sa.Column("next_not_cached_value", sa.BigInteger),
-        sa.Column("cache_size", sa.BigInteger),
-        sa.Column("start_value", sa.BigInteger),
-        schema=sequence.schema,
-    )
+    relation = sequence_relation(sequence, "next_not_cached_value", "cache_size", "start_value")
     columns = relation.c.next_not_cached_value, relation.c.cache_size, relation.c.start_value
     row = conn.execute(sa.select(*columns)).first()
     if row is None:

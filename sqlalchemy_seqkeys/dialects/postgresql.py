@@ -14,6 +14,7 @@ from sqlalchemy_seqkeys.dialects import (
     SequenceResync,
     Statement,
     catalog_reader,
+    sequence_relation,
 )
 
 _MAX_VALUE = 2**63 - 1
@@ -32,14 +33,7 @@ def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> tup
     :param sequence: the native sequence, as declared (``sa.Sequence``).
     :param increment: the sequence's ``INCREMENT BY``, as its catalog says.
     """
-    # a Table, not sa.table(): only a Table follows the connection's schema_translate_map
-    relation = sa.Table(
-        sequence.name,
-        sa.MetaData(),
-        sa.Column("last_value", sa.BigInteger),
-        sa.Column("is_called", sa.Boolean),
-        schema=sequence.schema,
-    )
+    relation = sequence_relation(sequence, "last_value", "is_called")
     row = conn.execute(sa.select(relation.c.last_value, relation.c.is_called)).one()
     upcoming = int(row[0]) + increment if row[1] else int(row[0])
     return upcoming, upcoming
@@ -68,13 +62,7 @@ def resync_statements(r: SequenceResync) -> list[sa.Executable]:
     # no block can be taken between reading the sequence and moving it.
     lock = Statement("ALTER SEQUENCE {} NO CYCLE", sequence)
     regclass = sa.cast(sa.literal(r.name_value), postgresql.REGCLASS)
-    current = sa.Table(
-        sequence.name,
-        sa.MetaData(),
-        sa.Column("last_value", sa.BigInteger),
-        sa.Column("is_called", sa.Boolean),
-        schema=sequence.schema,
-    ).alias("seq")
+    current = sequence_relation(sequence, "last_value", "is_called").alias("seq")
     catalog = sa.table(
         "pg_sequence",
         sa.column("seqrelid"),
