@@ -1249,7 +1249,9 @@ NOT_GENERATED = {
     ("CombGuid.result_processor", "coltype"): "SQLAlchemy passes the DBAPI type",
     ("spanner_shard_column", "column_kw"): "sqlalchemy.Column's own keyword arguments",
     **{
-        ("UnsignedBigInteger.coerce_compared_value", param): "SQLAlchemy passes it"
+        (f"{cls}.coerce_compared_value", param): "SQLAlchemy passes it (the operator, and "
+        "the value compared with the column)"
+        for cls in ("UnsignedBigInteger", "CombGuid", "TypeIDType")
         for param in ("op", "value")
     },
     **{
