@@ -9,6 +9,7 @@ User guide: docs/strategies/snowflake.md (Layouts, 64 bits).
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
@@ -18,6 +19,8 @@ from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.sql.operators import OperatorType
 
 __all__ = ["UnsignedBigInteger"]
+
+_INT64_MAX = 2**63 - 1
 
 #: what each engine stores: the key-column checks judge this type, variants included
 _STORAGE: sqltypes.TypeEngine[Any] = (
@@ -70,6 +73,14 @@ class UnsignedBigInteger(sqltypes.TypeDecorator[int]):
     ) -> sqltypes.TypeEngine[Any]:
         # an int compared with the column is bound as the column's own type
         return self
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        # An int past 2**63 - 1 goes to the driver as a Decimal, which every driver
+        # sends as a number (asyncmy 0.2.9, the lowest supported, cannot pack such
+        # an int); SQLite keeps the int, which it refuses past 2**63 - 1.
+        if value.__class__ is int and value > _INT64_MAX and dialect.name != "sqlite":
+            return Decimal(value)
+        return value
 
     def process_result_value(self, value: Any, dialect: Dialect) -> int | None:
         # NUMERIC reads as Decimal (PostgreSQL); the others read ints already

@@ -47,7 +47,7 @@ class Base(DeclarativeBase):
 
 class Message(Base):
     __tablename__ = "seqkeys_unsigned_messages"
-    id: Mapped[int] = mapped_column(UnsignedBigInteger(), primary_key=True)
+    id: Mapped[int] = mapped_column(UnsignedBigInteger(), primary_key=True, autoincrement=False)
     n: Mapped[int] = mapped_column(sa.Integer, default=0)
 
 
