@@ -1259,6 +1259,11 @@ NOT_GENERATED = {
         "database returns (an int, or NUMERIC's Decimal) and its Dialect"
         for param in ("value", "dialect")
     },
+    **{
+        ("UnsignedBigInteger.process_bind_param", param): "SQLAlchemy passes the value "
+        "bound (any other than an int goes to the driver as it is) and its Dialect"
+        for param in ("value", "dialect")
+    },
     ("DecodedSnowflake", "*"): "a NamedTuple of decode()'s results, not an input",
     ("DoctorFinding", "*"): "a record of doctor()'s results, not an input",
     ("DoctorReport", "*"): "a record of doctor()'s results, not an input",
