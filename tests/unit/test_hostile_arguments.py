@@ -489,6 +489,22 @@ _BIT_REVERSED_BAD: dict[str, SearchStrategy[Any]] = {
 }
 
 
+#: the resync operations' arguments: a sequences-table row's, and a native sequence's
+
+
+def resync_valid() -> dict[str, Any]:
+    return {"name": "s", "table_name": "data", "column": "id"}
+
+
+ROW_RESYNC_BAD: dict[str, SearchStrategy[Any]] = {
+    "name": SEQUENCE_NAME,
+    "table_name": IDENT,
+    "column": IDENT,
+    "schema": SCHEMA,
+    "sequences_table": IDENT,
+}
+NATIVE_RESYNC_BAD = {**ROW_RESYNC_BAD, "sequence_schema": SCHEMA}
+
 TARGETS: list[Target] = [
     # -- functions -----------------------------------------------------------------
     Target("reverse_bits", sk.reverse_bits, lambda: {"n": 5}, {"n": integer(0, BIG)}),
@@ -974,53 +990,27 @@ TARGETS: list[Target] = [
     Target(
         "op.resync_table_sequence",
         _op("resync_table_sequence"),
-        lambda: {"name": "s", "table_name": "data", "column": "id"},
-        {
-            "name": SEQUENCE_NAME,
-            "table_name": IDENT,
-            "column": IDENT,
-            "schema": SCHEMA,
-            "sequences_table": IDENT,
-        },
+        resync_valid,
+        ROW_RESYNC_BAD,
     ),
     # online only (they read every key): the arguments are checked when the op is made
     Target(
         "op.resync_bit_reversed_table_sequence",
-        lambda **kwargs: ResyncBitReversedTableSequenceOp(**kwargs),
-        lambda: {"name": "s", "table_name": "data", "column": "id"},
-        {
-            "name": SEQUENCE_NAME,
-            "table_name": IDENT,
-            "column": IDENT,
-            "schema": SCHEMA,
-            "sequences_table": IDENT,
-        },
+        ResyncBitReversedTableSequenceOp,
+        resync_valid,
+        ROW_RESYNC_BAD,
     ),
     Target(
         "op.resync_bit_reversed_sequence",
-        lambda **kwargs: ResyncBitReversedSequenceOp(**kwargs),
-        lambda: {"name": "s", "table_name": "data", "column": "id"},
-        {
-            "name": SEQUENCE_NAME,
-            "table_name": IDENT,
-            "column": IDENT,
-            "schema": SCHEMA,
-            "sequence_schema": SCHEMA,
-            "sequences_table": IDENT,
-        },
+        ResyncBitReversedSequenceOp,
+        resync_valid,
+        NATIVE_RESYNC_BAD,
     ),
     Target(
         "op.resync_pooled_sequence",
         _op("resync_pooled_sequence"),
-        lambda: {"name": "s", "table_name": "data", "column": "id"},
-        {
-            "name": SEQUENCE_NAME,
-            "table_name": IDENT,
-            "column": IDENT,
-            "schema": SCHEMA,
-            "sequence_schema": SCHEMA,
-            "sequences_table": IDENT,
-        },
+        resync_valid,
+        NATIVE_RESYNC_BAD,
     ),
 ]
 
