@@ -37,6 +37,7 @@ from sqlalchemy_seqkeys import (
     reverse_bits,
 )
 from sqlalchemy_seqkeys.sequences.table import read_next_value
+from tests._helpers import fresh_database_engine as database
 from tests.backend.test_alembic import load_models, the_script
 from tests.compile.test_alembic_names import assert_every_operation_refuses
 
@@ -48,16 +49,6 @@ THREE = ("sqlite", "postgresql", "mysql")
 TOP = 2**63 - 1
 #: the text column's MAX, refused as no key
 TEXT_MAX = r"column 'id' of table 'txt' holds '999' \(str\), not an integer"
-
-
-@contextlib.contextmanager
-def database(engines: Any, name: str, label: str) -> Iterator[sa.Engine]:
-    with engines.fresh_database(name, label) as url:
-        engine = sa.create_engine(url)
-        try:
-            yield engine
-        finally:
-            engine.dispose()
 
 
 @contextlib.contextmanager

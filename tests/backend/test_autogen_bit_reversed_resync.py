@@ -5,9 +5,7 @@ create by ``op.resync_bit_reversed_sequence``, which moves the counter past the 
 
 from __future__ import annotations
 
-import contextlib
 import io
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,6 +24,8 @@ from sqlalchemy_seqkeys import (
     sequences_table,
 )
 from sqlalchemy_seqkeys.sequences.table import read_next_value
+from tests._helpers import fresh_database_engine as database
+from tests.backend.test_alembic_hostile import operations
 
 sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin (not installed)
 
@@ -34,23 +34,6 @@ pytestmark = pytest.mark.backend
 THREE = ["sqlite", "postgresql", "mysql"]
 TABLE = "seqkeys_brr_sequences"
 COUNTERS = range(1, 11)
-
-
-@contextlib.contextmanager
-def database(engines: Any, name: str, label: str) -> Iterator[sa.Engine]:
-    with engines.fresh_database(name, label) as url:
-        engine = sa.create_engine(url)
-        try:
-            yield engine
-        finally:
-            engine.dispose()
-
-
-@contextlib.contextmanager
-def operations(engine: sa.Engine) -> Iterator[Operations]:
-    """``op`` on an autocommit connection (MariaDB's DDL commits anyway)."""
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        yield Operations(MigrationContext.configure(conn))
 
 
 def _models() -> tuple[sa.MetaData, sa.Table, sa.Table]:

@@ -10,8 +10,6 @@ of its own.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,6 +22,7 @@ import sqlalchemy_seqkeys
 import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import Snowflake, WorkerLease
 from sqlalchemy_seqkeys.alembic.ops import DropWorkerLeaseTableOp
+from tests._helpers import fresh_database_engine as database
 
 sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin (not installed)
 
@@ -34,16 +33,6 @@ OPTS = {
     "autogenerate_plugins": ["alembic.autogenerate.*", "seqkeys"],
     "render_item": sqlalchemy_seqkeys.alembic.render_item,
 }
-
-
-@contextlib.contextmanager
-def database(engines: Any, name: str, label: str) -> Iterator[sa.Engine]:
-    with engines.fresh_database(name, label) as url:
-        engine = sa.create_engine(url)
-        try:
-            yield engine
-        finally:
-            engine.dispose()
 
 
 def autogenerate(engine: sa.Engine, models: sa.MetaData) -> tuple[ops.UpgradeOps, str, list[Any]]:
