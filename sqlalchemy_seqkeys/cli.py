@@ -175,25 +175,28 @@ def _value_hint(url: str) -> str:
 def _connects(engine: sa.Engine, command: str = "") -> int:
     """0 when ``engine`` connects; else the exit status, said on stderr (the engine disposed).
 
-    2 for URL arguments the driver refuses (a TypeError or ValueError from its
-    connect, as PyMySQL raises; a DBAPI ProgrammingError, as psycopg's "invalid
-    connection option"; SQLAlchemy's ArgumentError), 1 for a database error (a
-    refused connection, a login refused).
+    2 for URL arguments the driver refuses (a DBAPI ProgrammingError, as psycopg's
+    "invalid connection option"; SQLAlchemy's ArgumentError; any other exception
+    of the driver's connect, such as PyMySQL's TypeError for an unknown keyword or
+    its AttributeError for an unknown charset), 1 for a database error (a refused
+    connection, a login refused).
     """
     import sqlalchemy as sa
 
     try:
         with engine.connect():
             return 0
-    except (TypeError, ValueError, sa.exc.ProgrammingError, sa.exc.ArgumentError) as exc:
-        engine.dispose()
-        why = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
-        _error(f"cannot use --url: the driver refuses its arguments: {why}", command)
-        return 2
+    except (sa.exc.ProgrammingError, sa.exc.ArgumentError) as exc:
+        why: object = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
     except sa.exc.SQLAlchemyError as exc:
         engine.dispose()
         _error(f"{type(exc).__name__}: {exc}", command)
         return 1
+    except Exception as exc:  # not a DBAPI error: the driver failed on its arguments
+        why = exc if isinstance(exc, (TypeError, ValueError)) else f"{type(exc).__name__}: {exc}"
+    engine.dispose()
+    _error(f"cannot use --url: the driver refuses its arguments: {why}", command)
+    return 2
 
 
 def _doctor(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 """A ``--url`` whose query arguments the driver refuses when it connects (PyMySQL: a TypeError;
-psycopg: "invalid connection option", a ProgrammingError): ``doctor``, ``resync`` and ``demo``
+psycopg: "invalid connection option", a ProgrammingError; PyMySQL on an unknown charset: an
+AttributeError): ``doctor``, ``resync`` and ``demo``
 exit 2 with "cannot use --url" on stderr, as for any URL they cannot use, never a traceback.
 Through the real command line, on PostgreSQL and MariaDB.
 """
@@ -34,17 +35,19 @@ COMMANDS = {
 
 @pytest.mark.parametrize("command", list(COMMANDS))
 @pytest.mark.parametrize(
-    ("engine_name", "why"),
+    ("engine_name", "query", "why"),
     [
-        ("mysql", "unexpected keyword argument 'foo'"),
-        ("postgresql", 'invalid connection option "foo"'),
+        ("mysql", "foo=bar", "unexpected keyword argument 'foo'"),
+        ("postgresql", "foo=bar", 'invalid connection option "foo"'),
+        # PyMySQL fails on a charset it does not know with an AttributeError of its own
+        ("mysql", "charset=nope", "AttributeError"),
     ],
 )
 def test_a_query_argument_the_driver_refuses_exits_2(
-    command: str, engine_name: str, why: str, engines: Any, tmp_path: Path
+    command: str, engine_name: str, query: str, why: str, engines: Any, tmp_path: Path
 ) -> None:
     engines.get(engine_name)
-    url = engines.url(engine_name) + "?foo=bar"
+    url = f"{engines.url(engine_name)}?{query}"
     (tmp_path / "url_models.py").write_text(MODELS)
     result = subprocess.run(
         [sys.executable, "-m", "sqlalchemy_seqkeys", command, "--url", url, *COMMANDS[command]],
