@@ -44,7 +44,9 @@ def parser() -> argparse.ArgumentParser:
         default="sqlite:///seqkeys-demo.db",
         help="database URL (default: %(default)s, an embedded SQLite file)",
     )
-    demo.add_argument("--rows", type=int, default=3, help="rows per strategy (default: 3)")
+    demo.add_argument(
+        "--rows", type=_at_least_one, default=3, help="rows per strategy (default: 3)"
+    )
 
     resync = commands.add_parser(
         "resync",
@@ -89,6 +91,17 @@ def parser() -> argparse.ArgumentParser:
     return command_line
 
 
+def _at_least_one(text: str) -> int:
+    """``--rows``: a whole number of 1 or more, else argparse's error (exit 2, the usage)."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number of 1 or more")
+    return number
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``seqkeys`` command line; returns the process exit status.
 
@@ -128,7 +141,8 @@ def _engine(url: str, command: str = "", *, existing: bool = False) -> sa.Engine
     Nothing is connected: a malformed URL, a dialect or driver not installed, or
     an async driver (a sync command would end in MissingGreenlet) is refused here;
     with ``existing``, so is a SQLite file that does not exist (connecting would
-    create it, empty).
+    create it, empty); and a SQLite file whose directory does not exist (SQLite
+    creates no directory).
     """
     import sqlalchemy as sa
 
@@ -154,11 +168,38 @@ def _engine(url: str, command: str = "", *, existing: bool = False) -> sa.Engine
                 f"the SQLite database file {missing} does not exist (connecting would create "
                 "an empty one); check the path"
             )
+        elif (unusable := _sqlite_directory_refused(engine.url)) is not None:
+            why = unusable
         else:
             return engine
         engine.dispose()
     _error(f"cannot use --url: {why}", command)
     return 2
+
+
+def _sqlite_directory_refused(url: sa.URL) -> str | None:
+    """Why SQLite cannot open or create the database file of ``url``: its directory does not
+    exist, or is no directory; None when it is there, or ``url`` names no file of SQLite's."""
+    import os
+
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    path = url.database
+    if str(url.query.get("uri", "")).lower() in ("true", "1"):  # file:path?mode=...
+        if "mode=memory" in path:
+            return None
+        path = path.removeprefix("file:").partition("?")[0]
+    if not path or path == ":memory:":
+        return None
+    directory = os.path.dirname(path)
+    if not directory or os.path.isdir(directory):
+        return None
+    if os.path.exists(directory):
+        return f"{directory}, the directory of the SQLite database file {path}, is not a directory"
+    return (
+        f"the directory {directory} of the SQLite database file {path} does not exist; "
+        "create it first, or check the path"
+    )
 
 
 def _value_hint(url: str) -> str:
@@ -258,6 +299,12 @@ def _refuse_init_paths(directory: Path, ini: Path) -> str | None:
             f"--ini {ini}: its directory {where} does not exist; create it first, "
             "or give an --ini in an existing directory"
         )
+    if "%" in str(where):
+        return (
+            f"--ini {ini}: its directory {where} has a '%' in its path, and Alembic cannot "
+            "read an ini there (it puts that path unescaped where the ini's %(here)s is, and "
+            "reads % as interpolation); give an --ini in a directory without '%'"
+        )
     return None
 
 
@@ -339,8 +386,9 @@ def _alembic(args: argparse.Namespace) -> int:
     if made.had_ini:  # Alembic leaves an existing ini as it is
         print(
             f"{args.ini} existed and was left as it is: set in its [alembic] section "
-            f"script_location = {args.directory}, sqlalchemy.url, and seqkeys_target_metadata "
-            f"= module:attribute of your models' MetaData (the template's env.py reads it); {then}"
+            f"script_location = {args.directory.replace('%', '%%')}, sqlalchemy.url, and "
+            "seqkeys_target_metadata = module:attribute of your models' MetaData (the "
+            f"template's env.py reads it); {then}"
         )
     else:
         print(

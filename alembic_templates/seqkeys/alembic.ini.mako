@@ -1,7 +1,16 @@
 # Alembic configuration from the sqlalchemy-seqkeys template.
 
 [alembic]
-script_location = ${script_location}
+## Alembic reads this file with % interpolation: a % of the directory's path is written %%,
+## after the %(here)s that Alembic puts before a path relative to this file.
+<%
+    here = "%(here)s"
+    if script_location.startswith(here):
+        location = here + script_location[len(here):].replace("%", "%%")
+    else:
+        location = script_location.replace("%", "%%")
+%>\
+script_location = ${location}
 # the project directory is on sys.path, so the models module imports
 prepend_sys_path = .
 path_separator = os
