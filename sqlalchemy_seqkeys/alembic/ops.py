@@ -216,8 +216,24 @@ def migration_connection(operations: Operations) -> sa.Connection | None:
     return conn
 
 
+def _translated_schema(conn: sa.Connection, schema: str | None) -> str | None:
+    """``schema`` as the connection's ``schema_translate_map`` makes it (a tenant's).
+
+    SQLAlchemy sends the statements there, while the inspector reads the schema it is
+    told: every check of an operation asks about this one, and Alembic's own ``ALTER``
+    (which does not follow the map) is given it. The same rule as the sequences' own.
+    """
+    return sequence_schema(conn, sa.Sequence("", schema=schema))
+
+
 def _has_table(conn: sa.Connection, name: str, schema: str | None = None) -> bool:
-    return bool(sa.inspect(conn).has_table(name, schema=schema))
+    return bool(sa.inspect(conn).has_table(name, schema=_translated_schema(conn, schema)))
+
+
+def _column_names(conn: sa.Connection, table: str, schema: str | None = None) -> list[str]:
+    """The names of ``table``'s columns, in the schema the connection's statements go to."""
+    inspector = sa.inspect(conn)
+    return [c["name"] for c in inspector.get_columns(table, _translated_schema(conn, schema))]
 
 
 def _check_table_name(operations: Operations, table: str, what: str) -> None:
@@ -248,7 +264,7 @@ def require_source(
     if not _has_table(conn, table, schema):
         raise MigrationError(f"there is no table {where!r} to resync sequence {name!r} with")
     # read before the query: a failed statement ends PostgreSQL's transaction
-    names = [c["name"] for c in sa.inspect(conn).get_columns(table, schema=schema)]
+    names = _column_names(conn, table, schema)
     source = sa.Table(table, sa.MetaData(), sa.Column(column), schema=schema)
     try:
         largest = conn.execute(sa.select(sa.func.max(source.c[column]))).scalar()
@@ -522,6 +538,11 @@ def _check_names(operations: Operations, sequence: sa.Sequence) -> None:
         check_identifier(dialect, sequence.schema, "schema", MigrationError)
 
 
+def _has_sequence(conn: sa.Connection, sequence: sa.Sequence) -> bool:
+    """Whether the sequence exists where the connection's statements go (a tenant's)."""
+    return bool(sa.inspect(conn).has_sequence(sequence.name, sequence_schema(conn, sequence)))
+
+
 def create_sequence(operations: Operations, operation: SequenceOp) -> None:
     """Implementation of every ``op.create_..._sequence`` with a native form."""
     if not type(operation).native(operations.get_context().dialect):
@@ -533,7 +554,7 @@ def create_sequence(operations: Operations, operation: SequenceOp) -> None:
     dialect = operations.get_context().dialect
     check_sequence_start(dialect, sequence, MigrationError)
     conn = migration_connection(operations)
-    if conn is not None and sa.inspect(conn).has_sequence(sequence.name, sequence.schema):
+    if conn is not None and _has_sequence(conn, sequence):
         raise MigrationError(f"a sequence {operation.name!r} already exists; nothing was created")
     with create_refusals(sequence, dialect, MigrationError):
         operations.execute(CreateSequence(sequence))
@@ -548,7 +569,7 @@ def drop_sequence(operations: Operations, operation: SequenceOp) -> None:
     sequence: sa.Sequence = operation.sequence.sequence
     _check_names(operations, sequence)
     conn = migration_connection(operations)
-    if conn is not None and not sa.inspect(conn).has_sequence(sequence.name, sequence.schema):
+    if conn is not None and not _has_sequence(conn, sequence):
         raise MigrationError(
             f"there is no sequence {operation.name!r}, so there is nothing to drop"
         )
@@ -699,6 +720,8 @@ def _alter_name_column(operations: Operations, table: str, exact: bool) -> bool:
         type_=name_type() if exact else plain,
         existing_type=plain if exact else name_type(),
         existing_nullable=False,
+        # Alembic's ALTER does not follow a schema_translate_map: told the tenant's schema
+        schema=None if conn is None else _translated_schema(conn, None),
     )
     return True
 
@@ -1056,7 +1079,7 @@ def _resync_bit_reversed_sequence(
         return
     # the schema the connection's schema_translate_map makes it (a tenant's)
     schema = sequence_schema(conn, sequence)
-    if not sa.inspect(conn).has_sequence(operation.name, schema):
+    if not _has_sequence(conn, sequence):
         raise MigrationError(
             f"there is no sequence {operation.name!r} to resync; create it with "
             f"op.create_bit_reversed_sequence({operation.name!r}) first"
@@ -1140,32 +1163,35 @@ def mark_column() -> sa.Column[int]:
     return sa.Column(MARK_COLUMN, sa.BigInteger(), nullable=False, server_default=sa.text("0"))
 
 
-def _has_mark(operations: Operations, table: str) -> bool | None:
-    """Whether ``table`` has the mark column; None offline, where nothing can be asked."""
+def _has_mark(operations: Operations, table: str) -> tuple[bool | None, str | None]:
+    """Whether ``table`` has the mark column (None offline, where nothing can be asked),
+    and the schema its ALTER names: the tenant's under a ``schema_translate_map``."""
     _check_table_name(operations, table, "worker-lease table")
     conn = migration_connection(operations)
     if conn is None:
-        return None
+        return None, None
     if not _has_table(conn, table):
         raise MigrationError(
             f"there is no worker-lease table {table!r}; op.create_worker_lease_table"
             f"({table!r}) creates a current one"
         )
-    return MARK_COLUMN in {c["name"] for c in sa.inspect(conn).get_columns(table)}
+    return MARK_COLUMN in _column_names(conn, table), _translated_schema(conn, None)
 
 
 @implements(UpgradeWorkerLeaseTableOp)
 def _upgrade_workers(operations: Operations, operation: UpgradeWorkerLeaseTableOp) -> None:
-    if _has_mark(operations, operation.table) is True:
+    has_mark, schema = _has_mark(operations, operation.table)
+    if has_mark is True:
         return  # current already
-    operations.add_column(operation.table, mark_column())
+    operations.add_column(operation.table, mark_column(), schema=schema)
 
 
 @implements(DowngradeWorkerLeaseTableOp)
 def _downgrade_workers(operations: Operations, operation: DowngradeWorkerLeaseTableOp) -> None:
-    if _has_mark(operations, operation.table) is False:
+    has_mark, schema = _has_mark(operations, operation.table)
+    if has_mark is False:
         return  # nothing to drop
-    operations.drop_column(operation.table, MARK_COLUMN)
+    operations.drop_column(operation.table, MARK_COLUMN, schema=schema)
 
 
 # -- the shard ids of the rows a table held before its shard column ---------------------
