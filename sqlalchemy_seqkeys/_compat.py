@@ -23,6 +23,7 @@ __all__ = [
     "ColumnArgument",
     "CopiedComputed",
     "alembic_impl_registered",
+    "autocommit",
     "await_",
     "connect_listened",
     "declared_callable",
@@ -249,6 +250,14 @@ def url_connect_params(pool: sa.pool.Pool) -> Mapping[str, Any] | None:
     except (KeyError, ValueError):  # no such cell; or empty
         return None
     return params if isinstance(params, Mapping) else None
+
+
+def autocommit(conn: sa.Connection) -> bool:
+    """Whether ``conn`` runs each statement in a transaction of its own (isolation level
+    ``AUTOCOMMIT``, of the connection or of its engine), where SQLAlchemy's transactions
+    are only its own bookkeeping: no savepoint, no ``SET LOCAL``, nothing to roll back
+    (``Connection._is_autocommit_isolation()``: 2.0, 2.1)."""
+    return bool(conn._is_autocommit_isolation())
 
 
 def connect_listened(dialect: sa.Dialect) -> bool:

@@ -29,6 +29,7 @@ from sqlalchemy.schema import CreateTable
 from sqlalchemy.sql import sqltypes
 
 from ._columns import bigint_problem, declared_default, u64_problem
+from ._compat import autocommit
 from ._dialect import (
     dialect_key,
     facts,
@@ -259,16 +260,26 @@ class _Context:
             self.findings.append(finding)
 
     def guarded(self, check: str, subject: str, body: Callable[[], None]) -> None:
-        """Run ``body`` in a transaction that is rolled back; an error is a problem."""
+        """Run ``body`` in a transaction that is rolled back; an error is a problem.
+
+        On an AUTOCOMMIT connection there is none (no savepoint either): its statements
+        commit one by one, and write nothing but temporary tables.
+        """
         in_transaction = self.conn.in_transaction()
-        transaction = self.conn.begin_nested() if in_transaction else self.conn.begin()
+        transaction = (
+            None
+            if autocommit(self.conn)
+            else self.conn.begin_nested()
+            if in_transaction
+            else self.conn.begin()
+        )
         try:
             body()
         except (SeqKeysError, sa.exc.SQLAlchemyError) as exc:
             why = _LOCKED if _lock_timed_out(exc) else f"{type(exc).__name__}: {exc}"
             self.add(check, subject, PROBLEM, f"could not check: {why}")
         finally:
-            if transaction.is_active:
+            if transaction is not None and transaction.is_active:
                 transaction.rollback()
             # A temporary table outlives a rollback on MariaDB, and on SQLite
             # its DROP inside the transaction was rolled back with it.
@@ -368,7 +379,8 @@ def _short_lock_waits(conn: sa.Connection) -> Iterator[None]:
         yield
         return
     read, write = statements
-    was_in_transaction = conn.in_transaction()
+    # an AUTOCOMMIT connection has no transaction to be local to: session settings
+    was_in_transaction = conn.in_transaction() and not autocommit(conn)
 
     def put(values: dict[str, Any]) -> None:
         if family(conn.dialect) == "postgresql":
@@ -416,6 +428,15 @@ def _run(conn: sa.Connection, metadata: sa.MetaData, url: str) -> DoctorReport:
     for key in ctx.keys:
         if _integer_key(key.strategy):
             ctx.guarded("schema", key.subject, functools.partial(_check_key_column, ctx, key))
+    _check_sequences(ctx)
+    ctx.guarded("schema", "worker leases", functools.partial(_check_leases, ctx))
+    ctx.guarded("clock", "server", functools.partial(_check_clock, ctx))
+    _check_capabilities(ctx)
+    return DoctorReport(ctx.database(), tuple(ctx.findings))
+
+
+def _check_sequences(ctx: _Context) -> None:
+    """The checks of the counters behind the keys: that each exists, and is not behind."""
     for key in ctx.keys:
         if isinstance(key.strategy, TableSequence | PooledSequence):
             ctx.guarded("behind", key.subject, functools.partial(_check_behind, ctx, key))
@@ -425,10 +446,29 @@ def _run(conn: sa.Connection, metadata: sa.MetaData, url: str) -> DoctorReport:
             ctx.guarded("schema", key.subject, functools.partial(_check_counter, ctx, counter))
             check = functools.partial(_check_bit_reversed_behind, ctx, key, counter)
             ctx.guarded("behind", key.subject, check)
-    ctx.guarded("schema", "worker leases", functools.partial(_check_leases, ctx))
-    ctx.guarded("clock", "server", functools.partial(_check_clock, ctx))
-    _check_capabilities(ctx)
-    return DoctorReport(ctx.database(), tuple(ctx.findings))
+
+
+def keys_behind(conn: sa.Connection, metadata: sa.MetaData) -> list[tuple[sa.Column[Any], object]]:
+    """The key columns whose counter would hand out a key their table holds, with their
+    defaults: what doctor's ``behind`` check calls a problem (for autogenerate's resyncs).
+
+    Only the sequence checks run (no temporary table), in ``conn``'s transaction where it
+    has one (each in a savepoint rolled back); a counter that does not exist, or that
+    cannot be judged (a server's cached values, too many bit-reversed keys), is not
+    listed.
+
+    :param conn: a connection to the database (not Spanner's inside a transaction).
+    :param metadata: the models' ``MetaData``.
+    """
+    ctx = _Context(conn, metadata, _url_of(conn))
+    with _short_lock_waits(conn):
+        _check_sequences(ctx)
+    behind = {
+        f.subject
+        for f in ctx.findings
+        if f.check == "behind" and f.status == PROBLEM and "next_value" in f.details
+    }
+    return [(key.column, key.strategy) for key in ctx.keys if key.subject in behind]
 
 
 # -- order -------------------------------------------------------------------------------

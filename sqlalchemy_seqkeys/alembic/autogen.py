@@ -43,7 +43,7 @@ from sqlalchemy_seqkeys.alembic.ops import (
 from sqlalchemy_seqkeys.bitreverse import BitReversed, BitReversedSequence
 from sqlalchemy_seqkeys.pooled import PooledSequence
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
-from sqlalchemy_seqkeys.sequences.table import inexact_collation, read_next_value
+from sqlalchemy_seqkeys.sequences.table import inexact_collation, read_next_value, table_clause
 from sqlalchemy_seqkeys.server_keys import ServerUuid
 from sqlalchemy_seqkeys.shard import ShardComputed, hashed_column_names
 from sqlalchemy_seqkeys.snowflake import Snowflake
@@ -249,8 +249,17 @@ def row_exists(conn: sa.Connection, existing_tables: set[str], table: str, name:
     :param existing_tables: the tables the database has (``inspector.get_table_names()``).
     :param table: the sequences table.
     :param name: the sequence's name.
+
+    Judged by the exact name also where the table compares names case-insensitively
+    (a sequences table of version 0.1 on MySQL or MariaDB, which the migration makes
+    case-sensitive first): ``inv`` beside ``Inv`` is a sequence of its own.
     """
-    return table in existing_tables and read_next_value(conn, name, table=table) is not None
+    if table not in existing_tables:
+        return False
+    if inexact_collation(conn, table) is None:
+        return read_next_value(conn, name, table=table) is not None
+    rows = table_clause(table)
+    return name in set(conn.scalars(sa.select(rows.c.name).where(rows.c.name == name)))
 
 
 def declared_sequences(

@@ -3,9 +3,9 @@
 The ``alembic.plugins`` entry point ``seqkeys`` names this module, so every program that imports
 ``alembic`` loads it. :func:`setup` registers the operations (``ops``, ``pooled_ops``), how
 autogenerate writes them and the Spanner impl, once, and adds the autogenerate comparators
-(``autogen``, ``pooled_ops``) to the plugin, which ``env.py`` enables by naming ``seqkeys`` in
-``autogenerate_plugins``. :func:`register` does the same where no entry point is installed (a
-checkout); it is idempotent.
+(``autogen``, ``pooled_ops``, ``behind``) to the plugin, which ``env.py`` enables by naming
+``seqkeys`` in ``autogenerate_plugins``. :func:`register` does the same where no entry point is
+installed (a checkout); it is idempotent.
 
 User guide: docs/alembic.md.
 """
@@ -21,7 +21,7 @@ from alembic.autogenerate.render import renderers
 from alembic.runtime.plugins import Plugin
 from alembic.util import DispatchPriority, PriorityDispatchResult
 
-from sqlalchemy_seqkeys.alembic import autogen, pooled_ops, spanner
+from sqlalchemy_seqkeys.alembic import autogen, behind, pooled_ops, spanner
 from sqlalchemy_seqkeys.alembic.ops import IMPLEMENTATIONS, register_operations
 
 __all__ = ["NAME", "register", "setup"]
@@ -36,6 +36,7 @@ _Comparator = Callable[..., PriorityDispatchResult]
 COMPARATORS: tuple[tuple[_Comparator, str, str | None, DispatchPriority], ...] = (
     (autogen.compare_seqkeys, "schema", None, DispatchPriority.LAST),
     (pooled_ops.compare_pooled_sequences, "schema", None, DispatchPriority.LAST),
+    (behind.compare_behind, "schema", None, DispatchPriority.LAST),
     (autogen.shard_columns_are_not_compared, "column", "server_default", DispatchPriority.FIRST),
     (autogen.uuidv7_defaults_match_by_name, "column", "server_default", DispatchPriority.FIRST),
 )
@@ -58,6 +59,7 @@ def setup(plugin: Plugin) -> None:
         register_operations()
         for op_class in IMPLEMENTATIONS:
             renderers.dispatch_for(op_class)(autogen.render_op)
+        renderers.dispatch_for(behind.ResyncBehindOp)(behind.render)
         spanner.register()
     _set_up.append(plugin)
     for comparator, target, element, priority in COMPARATORS:

@@ -755,10 +755,15 @@ def raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> N
     ):
         return
     # Ask on a fresh connection: the failed statement may have aborted this
-    # connection's transaction (PostgreSQL).
+    # connection's transaction (PostgreSQL). Not where the pool would hand out this
+    # very DBAPI connection again (SQLite in memory): the probe's rollback would end
+    # the caller's transaction, and SQLite's did not abort.
     try:
-        with conn.engine.connect() as probe:
-            exists = sa.inspect(probe).has_table(table)
+        if isinstance(conn.engine.pool, sa.pool.SingletonThreadPool | sa.pool.StaticPool):
+            exists = sa.inspect(conn).has_table(table)
+        else:
+            with conn.engine.connect() as probe:
+                exists = sa.inspect(probe).has_table(table)
     except Exception:  # the probe is advisory; the original error is what matters
         return
     if not exists:

@@ -252,6 +252,32 @@ def test_doctor_in_the_callers_connection_leaves_its_lock_settings(
         _assert_locked_reported(report)
 
 
+@pytest.mark.parametrize("name", ["postgresql", "mysql"])
+def test_doctor_on_an_autocommit_connection_bounds_its_waits_and_checks(
+    engines: Any, name: str
+) -> None:
+    # AUTOCOMMIT: SQLAlchemy's begin is bookkeeping only, so a savepoint (PostgreSQL:
+    # "SAVEPOINT can only be used in transaction blocks") or a SET LOCAL (no effect:
+    # unbounded waits) would fail; doctor runs its checks unwrapped and sets the session
+    metadata, invoices = _invoices()
+    with fresh_engine(engines, name) as (engine, _):
+        metadata.create_all(engine)
+        create_table_sequence(engine, "doc_inv")
+        with engine.begin() as conn:
+            conn.execute(sa.insert(invoices), [{"id": i} for i in range(1, 11)])
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            before = _lock_settings(conn, name)  # and SQLAlchemy's begin, implicit
+            report = doctor(conn, metadata)
+            (behind,) = [f for f in report.findings if f.check == "behind"]
+            assert behind.status == "problem", report.format()  # next 1, the table holds 10
+            assert behind.details["max_key"] == 10
+            assert not [f for f in report.findings if "could not check" in f.message]
+            with _locked(engine, name):
+                locked = _doctor_with_deadline(conn, metadata)
+            assert _lock_settings(conn, name) == before
+        _assert_locked_reported(locked)
+
+
 # -- 4. PostgreSQL: a name over 63 bytes, which the server cuts --------------------------
 
 
