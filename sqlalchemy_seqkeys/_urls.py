@@ -12,7 +12,7 @@ import re
 
 import sqlalchemy as sa
 
-__all__ = ["has_password", "shown"]
+__all__ = ["has_password", "shown", "sqlite_file"]
 
 #: query arguments that carry a password (compared in lower case)
 SECRET_QUERY_KEYS = frozenset({"password", "passwd", "sslpassword"})
@@ -64,3 +64,17 @@ def shown(url: sa.URL | str) -> str:
         return parsed.render_as_string(hide_password=True)
     masked = parsed.update_query_dict(dict.fromkeys(secret, _MASK))
     return _MASKED_VALUE.sub(f"={_MASK}", masked.render_as_string(hide_password=True))
+
+
+def sqlite_file(url: sa.URL) -> str | None:
+    """The path of the database file a SQLite URL names (``sqlite:///app.db``, or
+    ``sqlite:///file:app.db?mode=ro&uri=true``); None for another engine's URL, or for a
+    database in memory."""
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    path = url.database
+    if str(url.query.get("uri", "")).lower() in ("true", "1"):  # file:path?mode=...
+        if "mode=memory" in path:
+            return None
+        path = path.removeprefix("file:").partition("?")[0]
+    return None if not path or path == ":memory:" else path

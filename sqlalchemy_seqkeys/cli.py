@@ -144,9 +144,11 @@ def _engine(url: str, command: str = "", *, existing: bool = False) -> sa.Engine
     create it, empty); and a SQLite file whose directory does not exist (SQLite
     creates no directory).
     """
+    import os
+
     import sqlalchemy as sa
 
-    from .doctor import missing_sqlite_file
+    from ._urls import sqlite_file
 
     try:
         engine = sa.create_engine(url)
@@ -157,7 +159,8 @@ def _engine(url: str, command: str = "", *, existing: bool = False) -> sa.Engine
     except ImportError as exc:  # the dialect's driver is not installed
         why = f"{exc}; install the driver it names"
     else:
-        missing = missing_sqlite_file(engine.url) if existing else None
+        path = sqlite_file(engine.url)
+        missing = path if existing and path is not None and not os.path.exists(path) else None
         if engine.dialect.is_async:
             why = (
                 f"{engine.url.drivername} is an async driver, and seqkeys runs without an "
@@ -168,7 +171,7 @@ def _engine(url: str, command: str = "", *, existing: bool = False) -> sa.Engine
                 f"the SQLite database file {missing} does not exist (connecting would create "
                 "an empty one); check the path"
             )
-        elif (unusable := _sqlite_directory_refused(engine.url)) is not None:
+        elif path is not None and (unusable := _sqlite_directory_refused(path)) is not None:
             why = unusable
         else:
             return engine
@@ -177,20 +180,11 @@ def _engine(url: str, command: str = "", *, existing: bool = False) -> sa.Engine
     return 2
 
 
-def _sqlite_directory_refused(url: sa.URL) -> str | None:
-    """Why SQLite cannot open or create the database file of ``url``: its directory does not
-    exist, or is no directory; None when it is there, or ``url`` names no file of SQLite's."""
+def _sqlite_directory_refused(path: str) -> str | None:
+    """Why SQLite cannot open or create the database file ``path``: its directory does not
+    exist, or is no directory; None when it is there."""
     import os
 
-    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
-        return None
-    path = url.database
-    if str(url.query.get("uri", "")).lower() in ("true", "1"):  # file:path?mode=...
-        if "mode=memory" in path:
-            return None
-        path = path.removeprefix("file:").partition("?")[0]
-    if not path or path == ":memory:":
-        return None
     directory = os.path.dirname(path)
     if not directory or os.path.isdir(directory):
         return None

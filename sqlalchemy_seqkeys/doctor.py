@@ -1680,23 +1680,6 @@ def load_metadata(spec: str) -> sa.MetaData:
     )
 
 
-def missing_sqlite_file(url: sa.URL) -> str | None:
-    """The path of a SQLite URL's database file that does not exist; None: it exists, or
-    the URL is not SQLite's, or names an in-memory database."""
-    import os
-
-    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
-        return None
-    path = url.database
-    if str(url.query.get("uri", "")).lower() in ("true", "1"):  # file:path?mode=...
-        if "mode=memory" in path:
-            return None
-        path = path.removeprefix("file:").partition("?")[0]
-    if not path or path == ":memory:":
-        return None
-    return None if os.path.exists(path) else path
-
-
 def run_command(engine: sa.Engine, metadata: sa.MetaData, models: str, *, as_json: bool) -> int:
     """``seqkeys doctor`` once its arguments are checked (``cli``): print the report;
     0 when healthy, 1 on a problem, 2 when ``models`` hold no key column."""
