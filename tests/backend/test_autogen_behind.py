@@ -11,11 +11,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from alembic.autogenerate import produce_migrations, render_python_code
-from alembic.migration import MigrationContext
-from alembic.operations import Operations
 
-import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import (
     BitReversed,
     BitReversedSequence,
@@ -25,9 +21,8 @@ from sqlalchemy_seqkeys import (
     sequences_table,
 )
 from tests._helpers import fresh_database_engine as database
+from tests.backend._autogen import autogenerate, op_lines, run
 from tests.backend.test_alembic_hostile import operations
-
-sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin (not installed)
 
 pytestmark = pytest.mark.backend
 
@@ -52,27 +47,6 @@ def _models() -> tuple[sa.MetaData, dict[str, sa.Table]]:
     }
 
 
-def _autogenerate(op: Operations, models: sa.MetaData) -> str:
-    context = MigrationContext.configure(
-        op.get_bind(),
-        opts={
-            "target_metadata": models,
-            "autogenerate_plugins": ["alembic.autogenerate.*", "seqkeys"],
-        },
-    )
-    return render_python_code(produce_migrations(context, models).upgrade_ops)
-
-
-def _op_lines(code: str) -> list[str]:
-    return [line.strip() for line in code.splitlines() if line.strip().startswith("op.")]
-
-
-def _run(op: Operations, code: str) -> None:
-    """Run autogenerate's rendered upgrade as a migration would."""
-    namespace = {"op": op, "sa": sa, "sqlalchemy_seqkeys": sqlalchemy_seqkeys}
-    exec("\n".join(line.strip() for line in code.splitlines()), namespace)
-
-
 @pytest.mark.parametrize("name", THREE)
 def test_autogenerate_resyncs_an_existing_sequence_behind_its_table(
     name: str, engines: Any
@@ -80,21 +54,21 @@ def test_autogenerate_resyncs_an_existing_sequence_behind_its_table(
     with database(engines, name, "behind") as engine:
         models, tables = _models()
         with operations(engine) as op:  # the schema as the models declare it, rows added
-            _run(op, _autogenerate(op, models))
-            assert not _op_lines(_autogenerate(op, models))
+            run(op, autogenerate(op, models))
+            assert not op_lines(autogenerate(op, models))
             for kind, table in tables.items():
                 keys = [reverse_bits(k) for k in KEYS] if kind.startswith("reversed") else KEYS
                 op.bulk_insert(table, [{"id": k} for k in keys])
             # the sequences are behind the rows now: each gets its resync, nothing else
-            code = _autogenerate(op, models)
-            assert sorted(_op_lines(code)) == [
+            code = autogenerate(op, models)
+            assert sorted(op_lines(code)) == [
                 "op.resync_bit_reversed_sequence('rs_no', 'reversed_seq', 'id')",
                 "op.resync_bit_reversed_table_sequence('rr_ctr', 'reversed_row', 'id')",
                 "op.resync_pooled_sequence('pooled_no', 'pooled', 'id')",
                 "op.resync_table_sequence('plain_no', 'plain', 'id')",
             ], code
-            _run(op, code)
-            assert not _op_lines(_autogenerate(op, models))  # past the rows: nothing to do
+            run(op, code)
+            assert not op_lines(autogenerate(op, models))  # past the rows: nothing to do
         for kind, table in tables.items():
             with engine.begin() as conn:
                 for _ in range(5):

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from alembic.autogenerate import produce_migrations, render_python_code
 from alembic.migration import MigrationContext
 from alembic.operations import Operations
 
@@ -25,9 +24,8 @@ from sqlalchemy_seqkeys import (
 )
 from sqlalchemy_seqkeys.sequences.table import read_next_value
 from tests._helpers import fresh_database_engine as database
+from tests.backend._autogen import autogenerate, op_lines
 from tests.backend.test_alembic_hostile import operations
-
-sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin (not installed)
 
 pytestmark = pytest.mark.backend
 
@@ -52,21 +50,6 @@ def _models() -> tuple[sa.MetaData, sa.Table, sa.Table]:
     return models, accounts, customers
 
 
-def _autogenerate(op: Operations, models: sa.MetaData) -> str:
-    context = MigrationContext.configure(
-        op.get_bind(),
-        opts={
-            "target_metadata": models,
-            "autogenerate_plugins": ["alembic.autogenerate.*", "seqkeys"],
-        },
-    )
-    return render_python_code(produce_migrations(context, models).upgrade_ops)
-
-
-def _op_lines(code: str) -> list[str]:
-    return [line.strip() for line in code.splitlines() if line.strip().startswith("op.")]
-
-
 @pytest.mark.parametrize("name", THREE)
 def test_autogenerate_resyncs_a_bit_reversed_counter_created_for_a_table_with_keys(
     name: str, engines: Any
@@ -78,8 +61,8 @@ def test_autogenerate_resyncs_a_bit_reversed_counter_created_for_a_table_with_ke
             for table in (accounts, customers):
                 conn.execute(table.insert(), [{"id": reverse_bits(c)} for c in COUNTERS])
         with operations(engine) as op:
-            code = _autogenerate(op, models)
-            lines = _op_lines(code)
+            code = autogenerate(op, models)
+            lines = op_lines(code)
             create_acct = lines.index(
                 f"op.create_table_sequence('acct_ctr', start=1, table={TABLE!r})"
             )
@@ -95,7 +78,7 @@ def test_autogenerate_resyncs_a_bit_reversed_counter_created_for_a_table_with_ke
             )
             namespace = {"op": op, "sa": sa, "sqlalchemy_seqkeys": sqlalchemy_seqkeys}
             exec("\n".join(line.strip() for line in code.splitlines()), namespace)
-            assert not _op_lines(_autogenerate(op, models))
+            assert not op_lines(autogenerate(op, models))
         for table in (accounts, customers):
             with engine.begin() as conn:
                 for _ in range(5):

@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy_seqkeys import TableSequence, sequences_table
 from sqlalchemy_seqkeys.sequences.table import read_next_value
 from tests._helpers import fresh_database_engine as database
+from tests.backend._autogen import autogenerate, op_lines, run
 from tests.backend.test_alembic_hostile import operations
-from tests.backend.test_autogen_behind import _autogenerate, _op_lines, _run
 
 pytestmark = pytest.mark.backend
 
@@ -38,14 +38,14 @@ def test_a_name_that_differs_only_in_case_gets_its_row(engines: Any) -> None:
             models.tables["ci_a"].create(conn)
             models.tables["ci_b"].create(conn)
         with operations(engine) as op:
-            code = _autogenerate(op, models)
-            assert _op_lines(code) == [
+            code = autogenerate(op, models)
+            assert op_lines(code) == [
                 f"op.make_sequence_names_case_sensitive({TABLE!r})",
                 f"op.create_table_sequence('inv', start=1, table={TABLE!r})",
                 f"op.resync_table_sequence('inv', 'ci_b', 'id', sequences_table={TABLE!r})",
             ], code
-            _run(op, code)
-            assert not _op_lines(_autogenerate(op, models))
+            run(op, code)
+            assert not op_lines(autogenerate(op, models))
             conn = op.get_bind()
             assert read_next_value(conn, "Inv", table=TABLE) == 50
             assert read_next_value(conn, "inv", table=TABLE) == 1
