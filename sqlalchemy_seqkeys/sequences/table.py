@@ -445,15 +445,15 @@ class Floors(_Registry):
             if self.epoch == since and slot.get(key, -1) < last:
                 slot[key] = last
 
-    def forget(self, engine: sa.Engine, key: tuple[Any, ...]) -> None:
-        """Forget sequence ``key`` of ``engine``'s database: it was created anew."""
-        database = database_key(engine)
-        with self._lock:
-            self.epoch += 1
-            self._slot(database).pop(key, None)
-
     def forget_named(self, name: str) -> None:
-        """Forget every sequence named ``name``, on every database."""
+        """Forget every sequence named ``name``, on every database: it was created anew.
+
+        The one way anything is forgotten. A sequence created or dropped through one
+        engine may be reached through another whose key differs (another URL to the
+        same database, ``?application_name=``), and a table through another spelling
+        of its name (SQLite compares table names without case): all are forgotten.
+        Forgetting more than that sequence costs only a check, never a repeated key.
+        """
         with self._lock:
             self.epoch += 1
             for slot in (*self._by_url.values(), *self._by_owner.values()):
@@ -498,15 +498,26 @@ class _BlockHolders(_Registry):
 
 
 def row_key(table: str, name: str) -> tuple[object, ...]:
-    """The :data:`block_holders` key of row ``name`` of sequences table ``table``."""
-    return ("row", table, name)
+    """The :data:`block_holders` key of row ``name`` of a sequences table: its name alone.
+
+    The table is left out, as :func:`native_key` leaves out the schema: two
+    spellings of one table's name (``sequences`` and ``Sequences`` on SQLite, and
+    on MySQL where table names ignore case) must reach the same holders. Rows of
+    one name in two tables forget each other's blocks, which costs a block and
+    never repeats a key.
+    """
+    return ("row", name)
 
 
 def forget_row(bind: sa.Engine | sa.Connection, table: str, name: str) -> None:
     """Row ``name`` of ``table`` was created or dropped: this process forgets what it held of it
-    (its blocks, and the highest value received: a row created anew starts afresh)."""
-    engine = bind if isinstance(bind, sa.Engine) else bind.engine
-    received.forget(engine, (tenant_of(bind), table, name))
+    (its blocks, and the highest value received: a row created anew starts afresh).
+
+    By name alone, on every database and in every table and tenant
+    (:meth:`Floors.forget_named`, as pooled sequences forget theirs): ``bind``
+    may reach the database through another URL than the engines that allocate.
+    """
+    received.forget_named(name)
     block_holders.forget(row_key(table, name))
 
 
