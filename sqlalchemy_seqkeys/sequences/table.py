@@ -29,7 +29,7 @@ from sqlalchemy_seqkeys._compat import (
     schema_map_for_statement,
     url_connect_params,
 )
-from sqlalchemy_seqkeys._dialect import check_identifier, facts, ignores_conflicts
+from sqlalchemy_seqkeys._dialect import check_identifier, facts, family, ignores_conflicts
 from sqlalchemy_seqkeys._dialect import insert_ignoring_conflict as insert_ignoring_conflict
 from sqlalchemy_seqkeys._validate import check_int
 from sqlalchemy_seqkeys.errors import (
@@ -837,13 +837,64 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: 
             raise
         created = False  # engines without an insert-if-absent form
     if created:
+        _check_stored(conn, name, start, table)
         forget_row(conn, table, name)
+    elif family(conn.dialect) == "mysql":
+        _check_ignored_conflict(conn, name, start, table)
     if not created and not checkfirst:
         raise SequenceExistsError(
             f"sequence {name!r} already exists in table {table!r}; it was left as it is. "
             "Pass checkfirst=True to make this a no-op"
         )
     return created
+
+
+def _check_stored(conn: sa.Connection, name: str, start: int, table: str) -> None:
+    """Raise unless the row just inserted is there by its exact name, holding ``start``.
+
+    MySQL and MariaDB's INSERT IGNORE stores a name cut to a narrower column and a
+    start clamped to a smaller type with only a warning: never a false success.
+    """
+    stored = read_next_value(conn, name, table=table)
+    if stored != start:
+        found = "no row of that name" if stored is None else f"next_value {stored}"
+        raise _not_stored(conn, name, start, table, f"reading it back found {found}")
+
+
+#: MySQL's warning of an INSERT IGNORE that met an existing row (ER_DUP_ENTRY)
+_DUPLICATE_ENTRY = 1062
+
+
+def _check_ignored_conflict(conn: sa.Connection, name: str, start: int, table: str) -> None:
+    """Raise if MySQL's INSERT IGNORE skipped the row for anything but an existing name.
+
+    A name cut to a narrower column can meet another cut name: "it existed"
+    would be false. Its warnings (read at once, before they are cleared) tell.
+    """
+    warnings = conn.exec_driver_sql("SHOW WARNINGS").all()
+    others = [str(row[2]) for row in warnings if int(row[1]) != _DUPLICATE_ENTRY]
+    if others:
+        raise _not_stored(conn, name, start, table, "the server warned: " + "; ".join(others))
+
+
+def _not_stored(
+    conn: sa.Connection, name: str, start: int, table: str, why: str
+) -> SequenceAllocationError:
+    try:
+        columns = sa.inspect(conn).get_columns(table, schema=_schema_of(conn))
+        types = ", ".join(f"{c['name']} {c['type']}" for c in columns)
+    except Exception:  # advisory: the message says what it can
+        types = "unknown"
+    return SequenceAllocationError(
+        f"sequence {name!r} (start {start}) was not stored as asked in table {table!r}: "
+        f"{why}. The table's columns ({types}) cannot hold it, and MySQL and MariaDB's "
+        "INSERT IGNORE cuts a longer name and clamps a larger value with only a warning. "
+        "Nothing was changed where create ran in a transaction of its own (an Engine); in "
+        "your transaction (a Connection), roll it back. Use the library's table: "
+        "sequences_table(metadata) with metadata.create_all(engine), or "
+        "op.create_sequences_table() in a migration; or widen the columns to "
+        f"name VARCHAR({NAME_LENGTH}) and next_value BIGINT"
+    )
 
 
 def drop_table_sequence(
