@@ -247,7 +247,7 @@ class SequenceContract:
 
             await order_id.create_async(async_engine, checkfirst=True)
         """
-        return await _aio.on_connection(bind, "create", self.create, checkfirst=checkfirst)
+        return await _aio.on_engine(bind, "create", self.create, checkfirst=checkfirst)
 
     async def drop_async(
         self, bind: AsyncEngine | AsyncConnection, *, checkfirst: bool = False
@@ -261,7 +261,7 @@ class SequenceContract:
 
             await order_id.drop_async(async_engine, checkfirst=True)
         """
-        return await _aio.on_connection(bind, "drop", self.drop, checkfirst=checkfirst)
+        return await _aio.on_engine(bind, "drop", self.drop, checkfirst=checkfirst)
 
     async def next_value_async(self, bind: AsyncEngine | AsyncConnection) -> int:
         """Awaitable :meth:`next_value`: an AsyncEngine as an Engine, an AsyncConnection joins.

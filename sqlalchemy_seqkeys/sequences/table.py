@@ -23,6 +23,7 @@ import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys import _validate as validate
+from sqlalchemy_seqkeys._aio import pause
 from sqlalchemy_seqkeys._compat import (
     connect_listened,
     pool_creator,
@@ -43,7 +44,7 @@ from sqlalchemy_seqkeys.errors import (
 )
 
 from . import _aio
-from ._retry import error_not_retried, lock_timeout_setting
+from ._retry import error_in_callers_transaction, retrying
 
 __all__ = [
     "EXACT_NAME_COLLATION",
@@ -745,17 +746,6 @@ def naming_missing_table(conn: sa.Connection, table: str) -> Iterator[None]:
         raise
 
 
-@contextlib.contextmanager
-def _lock_timeout(what: str) -> Iterator[None]:
-    """A lock wait the server's timeout ended, inside, raises SequenceLockTimeoutError."""
-    try:
-        yield
-    except sa.exc.DBAPIError as exc:
-        if lock_timeout_setting(exc) is None:
-            raise
-        raise error_not_retried(exc, what, "nothing was changed") from exc
-
-
 def raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> None:
     """SequencesTableNotFoundError from ``exc`` if ``table`` does not exist; else return."""
     # A ProgrammingError is a statement the server refused: always worth a look
@@ -815,8 +805,43 @@ def create_table_sequence(
     check_name(name)
     check_int(start, "start", InvalidSequenceError, min=0, max=MAX_VALUE)
     validate.check_name(table, "table", InvalidSequenceError)
-    with _aio.begin(bind, "create_table_sequence") as conn:
-        return _create(conn, name, start, table, checkfirst)
+    return _changing(
+        bind,
+        "create_table_sequence",
+        f"creating sequence {name!r} (table {table!r})",
+        "the sequence was not created",
+        lambda conn: _create(conn, name, start, table, checkfirst),
+    )
+
+
+def _changing(
+    bind: sa.Engine | sa.Connection,
+    function: str,
+    what: str,
+    outcome: str,
+    change: Callable[[sa.Connection], T],
+) -> T:
+    """``change(conn)``: with an Engine in a transaction of its own, committed, run again
+    after a transient error (a deadlock, SQLite's "database is locked"; bounded, as
+    allocations are); with a Connection in its transaction, never run again.
+
+    Every database error becomes a SeqKeysError that keeps it as its cause:
+    :class:`~sqlalchemy_seqkeys.SequenceLockTimeoutError` after a lock timeout, else
+    :class:`~sqlalchemy_seqkeys.SequenceAllocationError` saying ``outcome``.
+    """
+    _aio.check_sync_bind(bind, function)
+    if isinstance(bind, sa.Engine):
+        engine = bind
+
+        def attempt() -> T:
+            with engine.begin() as conn:
+                return change(conn)
+
+        return retrying(attempt, what=what, outcome=f"nothing was changed: {outcome}", sleep=pause)
+    try:
+        return change(bind)
+    except sa.exc.DBAPIError as exc:
+        raise error_in_callers_transaction(exc, what, outcome) from exc
 
 
 def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: bool) -> bool:
@@ -825,7 +850,7 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: 
     statement = insert_ignoring_conflict(conn.dialect, table_clause(table), ["name"])
     statement = statement.execution_options(preserve_rowcount=True)
     try:
-        with naming_missing_table(conn, table), _lock_timeout(f"creating sequence {name!r}"):
+        with naming_missing_table(conn, table):
             check_exact_names(conn, table)
             created = conn.execute(statement, {"name": name, "next_value": start}).rowcount == 1
     except sa.exc.IntegrityError:
@@ -927,14 +952,19 @@ def drop_table_sequence(
     validate.check_flag(checkfirst, "checkfirst", InvalidSequenceError)
     check_name(name)
     validate.check_name(table, "table", InvalidSequenceError)
-    with _aio.begin(bind, "drop_table_sequence") as conn:
-        return _drop(conn, name, table, checkfirst)
+    return _changing(
+        bind,
+        "drop_table_sequence",
+        f"dropping sequence {name!r} (table {table!r})",
+        "the sequence was not dropped",
+        lambda conn: _drop(conn, name, table, checkfirst),
+    )
 
 
 def _drop(conn: sa.Connection, name: str, table: str, checkfirst: bool) -> bool:
     t = table_clause(table)
     statement = sa.delete(t).where(t.c.name == sa.bindparam("name"))
-    with naming_missing_table(conn, table), _lock_timeout(f"dropping sequence {name!r}"):
+    with naming_missing_table(conn, table):
         # a case-insensitive name column would delete another case's row, as create refuses
         check_exact_names(conn, table)
         result = conn.execute(statement.execution_options(preserve_rowcount=True), {"name": name})
