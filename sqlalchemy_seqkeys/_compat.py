@@ -27,6 +27,7 @@ __all__ = [
     "await_",
     "connect_listened",
     "declared_callable",
+    "first_connect_done",
     "greenlet_spawn",
     "in_greenlet",
     "insert_multi_values",
@@ -36,7 +37,6 @@ __all__ = [
     "register_alembic_impl",
     "schema_map_for_statement",
     "set_column_default",
-    "share_first_connect",
     "type_variants",
     "url_connect_params",
     "without_overflow_limit",
@@ -278,27 +278,21 @@ def without_overflow_limit(pool: sa.pool.Pool) -> sa.pool.Pool:
     return pool
 
 
-def share_first_connect(root: sa.pool.Pool, twin: sa.pool.Pool) -> None:
-    """Make ``twin`` (``root.recreate()``) wait for ``root``'s first connect, and the reverse.
-
-    ``create_engine`` initializes the dialect (server version; MariaDB or MySQL,
-    and so whether it has sequences) in a "connect" listener that runs once for
-    the engine; a pool runs its "connect" listeners under a lock of its own until
-    they have run once (``_ListenerCollection._exec_w_sync_on_first_run`` and
-    ``_exec_once_mutex``: 2.0, 2.1). A twin copies the listeners but not the lock,
-    so one pool could hand out a connection while the other's first connect was
-    still initializing the dialect they share: a MariaDB dialect then read as one
-    without sequences. One lock for both pools closes that window.
+def first_connect_done(pool: sa.pool.Pool) -> bool:
+    """Whether ``pool``'s "connect" listeners have run once, without an error: those of
+    ``create_engine``, which initialize the dialect (server version; MariaDB or MySQL,
+    and so whether it has sequences), among them. Until then a pool runs them under a
+    lock of its own, an asyncio lock for an async engine, which waits on the event loop
+    it was first contended on (``_ListenerCollection._exec_w_sync_once``: 2.0, 2.1).
     """
-    root_listeners: Any = getattr(root.dispatch, "connect", None)
-    twin_listeners: Any = getattr(twin.dispatch, "connect", None)
-    get_mutex = getattr(root_listeners, "_get_exec_once_mutex", None)
-    if get_mutex is None or not hasattr(twin_listeners, "_exec_once_mutex"):
-        raise RuntimeError(  # pragma: no cover - a SQLAlchemy release that changed them
-            "sqlalchemy_seqkeys cannot share the first-connect lock of a twin pool on "
+    listeners: Any = getattr(pool.dispatch, "connect", None)
+    done = getattr(listeners, "_exec_w_sync_once", None)
+    if done is None:
+        raise RuntimeError(  # pragma: no cover - a SQLAlchemy release that changed it
+            "sqlalchemy_seqkeys cannot tell whether a pool's first connect has run on "
             f"SQLAlchemy {sa.__version__}: report it, with this version"
         )
-    twin_listeners._exec_once_mutex = get_mutex()
+    return bool(done)
 
 
 # -- Alembic ---------------------------------------------------------------------------

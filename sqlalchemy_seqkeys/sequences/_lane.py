@@ -24,9 +24,9 @@ import sqlalchemy as sa
 from sqlalchemy_seqkeys import _fork
 from sqlalchemy_seqkeys._aio import await_, in_greenlet
 from sqlalchemy_seqkeys._compat import (
+    first_connect_done,
     greenlet_spawn,
     proxied_engine,
-    share_first_connect,
     without_overflow_limit,
 )
 from sqlalchemy_seqkeys._dialect import facts
@@ -86,7 +86,6 @@ def twin_engine(engine: sa.Engine) -> sa.Engine:
     row must never keep another sequence's from a connection)."""
     settings = {name: getattr(engine, name) for name in ("logging_name", "echo", "hide_parameters")}
     pool = without_overflow_limit(engine.pool.recreate())
-    share_first_connect(engine.pool, pool)  # never a connection of a dialect half initialized
     return sa.engine.Engine(pool, engine.dialect, engine.url, **settings)
 
 
@@ -358,6 +357,10 @@ def lane_for(engine: sa.Engine) -> Lane:
     root = _root(engine)
     _fork.forked()  # a libc-forked child forgets the parent's lanes (_ForgetLanes)
     with _lanes_lock:
+        lane = _lanes.get(root, {}).get(id(loop))
+    if lane is None or lane.closed or lane.loop is not loop:
+        _initialize_dialect(root)
+    with _lanes_lock:
         per_loop = _lanes.get(root)
         if per_loop is None:
             per_loop = _lanes[root] = {}
@@ -374,6 +377,29 @@ def lane_for(engine: sa.Engine) -> Lane:
     for other in ended:
         other.release()
     return lane
+
+
+def _initialize_dialect(root: sa.Engine) -> None:
+    """Have ``root``'s pool run its first connect before its twin pool is made (outside
+    the lanes' lock).
+
+    The twin shares the root's dialect, which learns the server (its version; on
+    MariaDB, that it has sequences) in the first connect. Run in a twin while the
+    root's pool also connected, the twin could hand out a connection before the
+    dialect was initialized (a MariaDB dialect then reads as one without sequences);
+    run in the root, under its pool's own lock, every twin of every loop finds the
+    dialect ready and needs no lock but its own. The connection is closed, not pooled:
+    it belongs to this loop, and the root's pool may serve other loops.
+    """
+    if first_connect_done(root.pool) or shares_one_connection(root):
+        return
+    try:
+        with root.connect() as conn:
+            conn.invalidate()
+    except sa.exc.DBAPIError as exc:
+        raise SequenceAllocationError(
+            f"cannot connect to the database to allocate keys: {exc.orig!r}"
+        ) from exc
 
 
 def allocate(engine: sa.Engine, row: object, name: str, fn: Callable[..., T], *args: Any) -> T:

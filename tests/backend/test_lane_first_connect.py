@@ -66,3 +66,37 @@ def test_both_pools_wait_for_the_dialect_to_be_initialized(
     finally:
         for sequence in (pooled, other, row):
             sequence.drop(database.sync, checkfirst=True)
+
+
+def test_one_engine_serves_one_event_loop_after_another(async_database: AsyncDatabase) -> None:
+    # asyncio.run per job on one AsyncEngine (docs/asyncio.md). Each loop's lane is a new twin
+    # pool; when they shared the engine pool's first-connect lock (an asyncio.Lock under
+    # SQLAlchemy's AsyncAdaptedLock), the first loop that contended for it bound it to
+    # itself, and the next loop's allocations failed with a raw RuntimeError ("bound to a
+    # different event loop").
+    database = async_database
+    metadata = sa.MetaData()
+    sequences_table(metadata)
+    metadata.create_all(database.sync)
+    sequences = [TableSequence(f"loops_{i}", mode="separate") for i in range(4)]
+    for sequence in sequences:
+        sequence.drop(database.sync, checkfirst=True)
+        sequence.create(database.sync)
+    engine_box: list[Any] = []
+    values: list[list[int]] = []
+
+    async def job() -> None:
+        if not engine_box:
+            engine_box.append(database.engine())
+        engine = engine_box[0]
+        values.append(list(await asyncio.gather(*(s.next_value_async(engine) for s in sequences))))
+
+    try:
+        for _ in range(3):
+            asyncio.run(job())
+        assert values == [[1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3]]
+    finally:
+        if engine_box:
+            asyncio.run(engine_box[0].dispose())
+        for sequence in sequences:
+            sequence.drop(database.sync, checkfirst=True)
