@@ -17,6 +17,7 @@ import operator
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -143,13 +144,22 @@ def _inverse_of(transform: Callable[[int], int]) -> Callable[[int], int] | None:
 
 _bind_locks: dict[int, threading.Lock] = {}
 
-#: (layout, worker id) -> the last tick a sequence of this process minted with
-#: that worker id before a generator bound elsewhere (under the bind lock). A
-#: sequence that takes the worker id over, fixed or leased, starts after it,
-#: whatever its clock: every clock reads Unix time, so a tick is a tick (a test
-#: clock ahead of the real one delays the real one's ids, or refuses them as a
-#: step back: never an id minted twice). One entry per layout and worker id.
-_retired: dict[tuple[SnowflakeLayout, int], int] = {}
+#: (layout, worker id) -> the spans of ticks the sequences of this process minted
+#: with that worker id, each ``[first, last]``: a sequence writes its own as it starts
+#: a tick (its slow path, never the hot one), so they hold whatever way a sequence
+#: ended (stopped, halted with its lease, dropped and collected, or still minting).
+#: Any sequence, fixed or leased, mints only in ticks outside every span: a tick
+#: inside one it waits out past the span's end (or refuses, as a clock step back),
+#: whatever its clock (every clock reads Unix time, so a tick is a tick: a test clock
+#: ahead of the real one delays the real one's ids, never an id minted twice). A
+#: sequence starting soon after a span's end extends that span, so a worker id used
+#: over and over keeps one. A forked child inherits the parent's spans: past ticks
+#: only (it mints on none of the parent's worker ids unless bound to one).
+_spans: dict[tuple[SnowflakeLayout, int], list[_Span]] = {}
+
+#: (layout, fixed worker id) -> the sequence this process's generators with that fixed
+#: worker id share (written under the bind lock; weak: a dropped one's cell remains)
+_fixed: dict[tuple[SnowflakeLayout, int], weakref.ref[_Sequence]] = {}
 
 
 def _same_clock(clock: Callable[[], int]) -> object:
@@ -157,9 +167,82 @@ def _same_clock(clock: Callable[[], int]) -> object:
     return getattr(clock, "__wrapped__", clock)
 
 
-def _retired_tick(layout: SnowflakeLayout, worker_id: int) -> int:
-    """The last tick this process minted with ``worker_id`` in a binding since left (-1: none)."""
-    return _retired.get((layout, worker_id), -1)
+#: spans a worker id keeps at most: past it the two closest merge (the ticks between them
+#: count as minted: a clock that lands there waits, or refuses, as for a step back)
+_MAX_SPANS = 32
+#: the lock under which a span is added or merged, per process
+_span_locks: dict[int, threading.Lock] = {}
+
+
+class _Span:
+    """Ticks ``lo`` to ``hi`` that sequences of this process minted in with one worker id
+    (``into``: the span it was merged into, once removed)."""
+
+    __slots__ = ("hi", "into", "lo")
+
+    def __init__(self, tick: int) -> None:
+        self.lo = self.hi = tick
+        self.into: _Span | None = None
+
+
+def _merge_closest(spans: list[_Span]) -> None:
+    """Merge the two spans with the fewest ticks between them (under the span lock).
+
+    The later one is removed and points to the merged one: a sequence that still
+    notes its ticks there follows it.
+    """
+    spans.sort(key=operator.attrgetter("lo"))
+    i = min(range(len(spans) - 1), key=lambda k: spans[k + 1].lo - spans[k].hi)
+    first, second = spans[i], spans[i + 1]
+    first.hi = max(first.hi, second.hi)
+    second.into = first
+    del spans[i + 1]
+
+
+def _spans_of(layout: SnowflakeLayout, worker_id: int) -> list[_Span]:
+    """The spans of ticks this process minted with ``worker_id`` (see ``_spans``)."""
+    return _spans.setdefault((layout, worker_id), [])  # atomic under the GIL
+
+
+def _used_through(spans: list[_Span], now: int) -> int:
+    """The end of a span holding tick ``now``, or -1 if it is free. (A sequence asks
+    for a tick past its own: a span holding it is another sequence's.)"""
+    for span in spans:
+        if span.lo <= now <= span.hi:
+            return span.hi
+    return -1
+
+
+def _noted(span: _Span | None, spans: list[_Span], now: int, slack: int) -> _Span:
+    """A sequence whose span is ``span`` (None: none yet) mints in tick ``now`` (free):
+    the span that now ends there.
+
+    A tick more than ``slack`` past the span starts another (the clock jumped: the
+    ticks between stay free for other clocks).
+    """
+    while span is not None and span.into is not None:
+        span = span.into  # merged into another (see _merge_closest)
+    if span is None or now - span.hi > slack:
+        span = _take_span(spans, now, slack)
+    span.hi = now
+    return span
+
+
+def _take_span(spans: list[_Span], now: int, slack: int) -> _Span:
+    """The span of a first tick ``now`` (free): the one ending last before it, if at most
+    ``slack`` ticks before (a worker id used over and over keeps one span); else a new one."""
+    with _fork.process_lock(_span_locks):
+        best: _Span | None = None
+        for span in spans:
+            if span.hi < now and (best is None or span.hi > best.hi):
+                best = span
+        if best is not None and now - best.hi <= slack:
+            return best
+        span = _Span(now)
+        spans.append(span)
+        if len(spans) > _MAX_SPANS:
+            _merge_closest(spans)
+        return span
 
 
 #: (start ns, end ns, counter, cap, tick) of the tick being minted
@@ -415,6 +498,7 @@ class _Sequence:
     """
 
     __slots__ = (
+        "__weakref__",
         "_floor",
         "_forward",
         "_given_up",
@@ -423,6 +507,9 @@ class _Sequence:
         "_max_back_ticks",
         "_reclaims",
         "_seq_span",
+        "_slack",
+        "_span",
+        "_spans",
         "_step",
         "_tick_limit",
         "_ticks",
@@ -449,7 +536,6 @@ class _Sequence:
         waits: bool,
         max_backwards_ms: float,
         lease: Lease | None,
-        after_tick: int = -1,
     ) -> None:
         self.layout = layout
         self.worker_id = worker_id
@@ -474,10 +560,14 @@ class _Sequence:
         self._reclaims = lease is not None and lease.reclaimable
         #: the current tick's state, read by every minter in one load
         self.box: list[_TickState] = [_STOPPED]
-        # The current tick (the state's last field); -1: none yet. A sequence
-        # that takes a worker id over from a retired one of this process
-        # starts after that one's last tick, as if its clock had reached it.
-        self._last = after_tick
+        # The current tick (the state's last field); -1: none yet.
+        self._last = -1
+        # The ticks every sequence of this process minted with this worker id, and
+        # this one's span among them (None until its first tick): see ``_spans``.
+        self._spans = _spans_of(layout, worker_id)
+        self._span: _Span | None = None
+        # a first tick at most this far past a span's end extends it (1 s of ticks)
+        self._slack = max(1, 1_000_000_000 // ticks.unit_ns)
         self._halted = False  # stop() was called: no id of a later tick from here
         self._forward: _Route | None = None  # where calls go once halted
         self._given_up = False  # see relinquished
@@ -508,6 +598,14 @@ class _Sequence:
             self._forward = successor
             return self._last
 
+    def give_up(self) -> None:
+        """Mint no id of a later tick: a generator of this process with another clock or
+        mode took the (fixed) worker id over. The generators on this sequence bind their
+        worker id again at their next call that reaches the slow path (taking it back)."""
+        with self.lock:
+            self._publish(_STOPPED)
+            self._halted = self._given_up = True
+
     def detach(self, redirect: _Redirect, successor: _Route) -> int:
         """One generator leaves this (shared) sequence: its calls that reach the slow
         path from now on go to ``successor``; return the last tick (-1 if none).
@@ -517,15 +615,6 @@ class _Sequence:
         with self.lock:
             redirect[0] = successor
             return self._last
-
-    def start_after(self, tick: int, state: _TickState) -> None:
-        """Under the lock, with ``_STOPPED`` published: mint only past ``tick`` (another
-        sequence of this process minted up to it with this worker id); ``state``: the
-        tick state to publish again if the current tick is already past it."""
-        if tick >= self._last:
-            self._last = tick  # a call in tick ``tick`` waits for the next one
-        else:
-            self._publish(state)
 
     def halt(self) -> int:
         """Stop; the last Unix millisecond minted (-1 if none): what a successor must pass."""
@@ -642,6 +731,11 @@ class _Sequence:
         last = self._last
         if now < 0:
             raise _before_epoch(self.layout, t)
+        if now > last:
+            used = _used_through(self._spans, now)
+            if used >= 0:  # another sequence of this process minted in this tick
+                self._publish(_STOPPED)  # (a tick ours ended before it: it may be this one)
+                self._last = last = used
         if now < last:
             back = last - now
             if not self.waits or back > self._max_back_ticks:
@@ -669,6 +763,8 @@ class _Sequence:
         counter = itertools.count(first, self._step)
         value = next(counter)
         start = ticks.start_ns(now)
+        # noted before any id of this tick is handed out
+        self._span = _noted(self._span, self._spans, now, self._slack)
         self._publish((start, start + ticks.unit_ns, counter, first + self._seq_span, now))
         self._last = now
         return value
@@ -742,24 +838,46 @@ def _untransformed(
     return checked
 
 
+def _fixed_sequence(new: _Sequence) -> _Sequence:
+    """Under the bind lock: the sequence of a generator of this process with a fixed
+    worker id: the one its generators use already, or ``new`` (unused yet).
+
+    Generators with one fixed worker id share its sequence, as a lease's do: they never
+    mint the same id. The live one of another clock or mode is given up (its generators
+    take the worker id back at their next call that reaches the slow path), and ``new``
+    goes on past its ticks (``_spans``).
+    """
+    key = (new.layout, new.worker_id)
+    ref = _fixed.get(key)
+    live = None if ref is None else ref()
+    if live is not None and live.token == _fork.process_token() and not live._halted:
+        if (
+            live.waits == new.waits
+            and live.max_backwards_ms == new.max_backwards_ms
+            and _same_clock(new.clock) is _same_clock(live.clock)
+        ):
+            return live
+        live.give_up()
+    _fixed[key] = weakref.ref(new)
+    return new
+
+
 def _hand_over(old: _Sequence, new: _Sequence, route: _Route, redirect: _Redirect) -> None:
     """A generator rebound from ``old`` to ``new`` (under the bind lock, before ``new`` is used).
 
-    ``old`` mints no id of a later tick, the generator's calls that reach its
-    slow path (``redirect``) follow ``route`` to ``new``, and ``new`` mints only
-    past every tick this process minted with its worker id.
+    The generator mints no id of a later tick on ``old``: its calls that reach
+    the slow path there (``redirect``) follow ``route`` to ``new``, and ``new``
+    mints only past every tick this process minted with its worker id (the tick
+    cell, which ``old`` wrote as it minted).
     """
     with new.lock:
-        state = new.box[0]  # a lease's sequence may be minting for other generators
-        new._publish(_STOPPED)  # (even a call forwarded from ``old`` waits here)
-        # A fixed id's sequence is ours alone: it stops. A lease's sequence
-        # stays with the lease (other generators may share it); only this
-        # generator's calls leave it.
-        last = old.stop(route) if old.lease is None else old.detach(redirect, route)
-        if last >= 0:
-            key = (old.layout, old.worker_id)
-            _retired[key] = max(_retired.get(key, -1), last)
-        new.start_after(_retired_tick(new.layout, new.worker_id), state)
+        # ``new`` may be minting for other generators: it goes on from its next
+        # tick (even a call forwarded from ``old`` waits here), past the ticks
+        # ``old`` minted if it has the same worker id (its span).
+        new._publish(_STOPPED)
+        # ``old`` stays with the lease or the fixed worker id (other generators
+        # may share it); only this generator's calls leave it.
+        old.detach(redirect, route)
 
 
 class Snowflake:
@@ -767,7 +885,8 @@ class Snowflake:
 
     Generators bound to one lease share one sequence (one worker id), so they
     never mint the same id; they must agree on the layout, the clock and the
-    clock-backwards mode. A bad argument raises
+    clock-backwards mode. Generators of one process with the same fixed worker
+    id and layout share one sequence too (see docs/strategies/snowflake.md). A bad argument raises
     :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError` before anything else
     happens. Under asyncio, a wait (a clock step back, the previous holder's
     mark, a tick whose sequence is used up) inside SQLAlchemy's greenlet (a
@@ -857,11 +976,11 @@ class Snowflake:
         (a new lease after the old one was lost) is safe while other threads
         and tasks mint: calls already under way finish on the old binding
         (which stays valid, or raises), later ones use the new one, and no id
-        is minted twice across the switch. A binding to a worker id that this
-        process minted with before (a fixed id, or a lease holding that id,
-        from this generator or another of the same layout and clock) starts
-        after the last tick minted there, waiting for the next tick if need be;
-        rebinding to the same fixed id or the same lease changes nothing.
+        is minted twice across the switch. No generator of this process mints
+        in a tick another one of this process (of the same layout, whatever its
+        clock, fixed or leased, live or gone) minted in with the same worker id:
+        it waits past them if need be. Rebinding to the same fixed id or the
+        same lease changes nothing.
 
         :param worker_id: a started :class:`~sqlalchemy_seqkeys.WorkerLease` /
             :class:`~sqlalchemy_seqkeys.AsyncWorkerLease`, or an int.
@@ -921,7 +1040,7 @@ class Snowflake:
         )
 
     def _new_sequence(
-        self, worker_id: int, clock: Callable[[], int], lease: Lease | None, after_tick: int = -1
+        self, worker_id: int, clock: Callable[[], int], lease: Lease | None
     ) -> _Sequence:
         return _Sequence(
             self.layout,
@@ -930,13 +1049,11 @@ class Snowflake:
             waits=self.on_clock_backwards is ClockBackwardsMode.WAIT,
             max_backwards_ms=self.max_backwards_ms,
             lease=lease,
-            after_tick=after_tick,
         )
 
     def _own_sequence(self, worker_id: int) -> _Sequence:
         clock = self._clock_arg or time.time_ns
-        after = _retired_tick(self.layout, worker_id)
-        return self._new_sequence(worker_id, clock, None, after)
+        return _fixed_sequence(self._new_sequence(worker_id, clock, None))
 
     def _sequence_of(self, lease: Lease) -> _Sequence:
         # Every generator bound to one lease shares its sequence: one worker
@@ -950,8 +1067,7 @@ class Snowflake:
             lease.check()
             if current is None:
                 clock = self._clock_arg or lease.clock
-                after = _retired_tick(self.layout, lease.worker_id)
-                return self._new_sequence(lease.worker_id, clock, lease, after)
+                return self._new_sequence(lease.worker_id, clock, lease)
             if (
                 current.layout != self.layout
                 or current.waits != (self.on_clock_backwards is ClockBackwardsMode.WAIT)
@@ -1043,7 +1159,10 @@ class Snowflake:
         return self._mint()
 
     def _rebind_in_child(self, sequence: _Sequence) -> None:
-        if self.lease is not None and self.after_fork is None:
+        if sequence.lease is None and sequence.token == _fork.process_token():
+            # not a child: the fixed worker id was taken over (_fixed_sequence): take it back
+            self._use(self._own_sequence(sequence.worker_id))
+        elif self.lease is not None and self.after_fork is None:
             child = self.lease.in_this_process(sequence.clock)
             self.lease = child
             self._use(self._sequence_of(child))
