@@ -1005,7 +1005,8 @@ class WorkerLease(_RenewedWorkerId):
         self._job.start()
 
     def __enter__(self) -> WorkerLease:
-        return self if self._started else self.start()
+        # a closed lease refuses (start() says so), however it was started
+        return self if self._started and not self._closed.is_set() else self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -1134,9 +1135,15 @@ class WorkerLease(_RenewedWorkerId):
 
             lease.close()
         """
-        if self._closed.is_set() or not self._in_owner_process():
-            # Closed, or a forked child's copy: the parent still owns the row (and
-            # the Event's lock may have been held by a parent's thread at the fork).
+        if not self._in_owner_process():
+            # A forked child's copy: the parent still owns the row (and the Event's
+            # lock may have been held by a parent's thread at the fork); the lease
+            # claimed for this child, if any, is closed.
+            child = self._children.leases.get(_fork.process_token())
+            if child is not None and child is not self:
+                child.close()
+            return
+        if self._closed.is_set():
             return
         with self._state_lock:
             if self._closed.is_set():
@@ -1167,8 +1174,15 @@ class _Children:
 
     def lease_for(self, token: int, clock: Callable[[], int]) -> WorkerLease:
         """The lease of the process ``token``: the root's own, or one claimed for it."""
-        if token == self.root._token:
-            return self.root
+        root = self.root
+        if token == root._token:
+            return root
+        if root.closed:  # (a flag read: the Event's lock may have been held at the fork)
+            raise WorkerLeaseLostError(
+                f"the {root._kind} on worker id {root._worker_id} was closed before this "
+                "process was forked from the one that held it; a closed lease stays closed. "
+                f"Take a new {root._kind} in this process"
+            )
         with _fork.process_lock(_lease_locks):
             lease = self.leases.get(token)
             if lease is not None and (_usable(lease) or lease.closed):
