@@ -343,9 +343,10 @@ def database_key(engine: sa.Engine) -> tuple[object, bool]:
     Its URL, the driver left out (a sync and an asyncio engine on one database
     share it; it outlives ``engine.dispose()`` and the engine), where the URL
     picks the database: the engine connects with ``create_engine``'s own
-    function, no ``do_connect`` listener, its ``connect_args`` picking nothing
-    the URL does not (``options``, ``dbname``, ``host``...: their values join
-    the key). Else the creator it connects with (weakly): the engine's own, kept
+    function, no ``do_connect`` listener and no pool ``connect`` listener but
+    SQLAlchemy's, its ``connect_args`` picking nothing the URL does not
+    (``options``, ``dbname``, ``host``...: each whose value is not its own URL
+    field's joins the key). Else the creator it connects with (weakly): the engine's own, kept
     by its copies, its pools after ``dispose()``, an asyncio engine's lanes; in
     a creator that cannot be held weakly, and for in-memory SQLite, the pool.
     Example::
@@ -357,7 +358,7 @@ def database_key(engine: sa.Engine) -> tuple[object, bool]:
     if _in_memory(url):  # every in-memory SQLite engine has a database of its own
         return pool, True
     params = url_connect_params(pool)
-    if params is None or connect_listened(engine.dialect):
+    if params is None or connect_listened(engine.dialect) or _pool_connect_listened(pool):
         creator = pool_creator(pool)
         try:
             weakref.ref(creator)
@@ -365,15 +366,59 @@ def database_key(engine: sa.Engine) -> tuple[object, bool]:
         except TypeError:
             return pool, True
         return creator, True
-    from_url = {str(v) for v in (url.host, url.port, url.database, url.username) if v is not None}
-    for value in url.query.values():
-        from_url.update([value] if isinstance(value, str) else value)
     picked = sorted(
         (name, repr(value))
         for name, value in params.items()
-        if name in _PICKING_ARGS and str(value) not in from_url
+        if name in _PICKING_ARGS and not _from_url(url, name, value)
     )
     return (_database(url), *picked) if picked else _database(url), False
+
+
+#: connect arguments -> the URL field that gives them (else only ``?name=`` does)
+_URL_FIELDS = {
+    **dict.fromkeys(("host", "hostaddr", "server"), "host"),
+    "port": "port",
+    **dict.fromkeys(("dbname", "database", "db"), "database"),
+    **dict.fromkeys(("user", "username"), "username"),
+}
+
+
+def _from_url(url: sa.URL, name: str, value: object) -> bool:
+    """Whether connect argument ``name`` is ``value`` because the URL says so: it equals
+    its own URL field (``dbname``: the database) or the URL's ``?name=``, never
+    another field that happens to hold the same text (a user named like the database)."""
+    text = str(value)
+    field = _URL_FIELDS.get(name)
+    if field is not None and str(getattr(url, field)) == text:
+        return True
+    query = url.query.get(name)
+    given = [query] if isinstance(query, str) else list(query or ())
+    return text in given or (len(given) > 1 and text == ",".join(given))
+
+
+def _pool_connect_listened(pool: sa.pool.Pool) -> bool:
+    """Whether a pool "connect" listener of someone's but SQLAlchemy's runs on ``pool``'s
+    connections: it may pick another schema or database (``SET search_path``, ``USE``)
+    than the URL, as a ``do_connect`` listener may. SQLAlchemy's own (the dialect's
+    ``on_connect``, the first connect) come from its modules, ``once=True`` ones behind
+    its ``only_once`` wrapper (``pool.dispatch.connect``: 2.0, 2.1)."""
+    listeners: Any = getattr(pool.dispatch, "connect", None) or ()
+    return any(not _sqlalchemys(listener) for listener in listeners)
+
+
+def _sqlalchemys(listener: object) -> bool:
+    for _ in range(5):  # a wrapper of SQLAlchemy's holds the function as its cell "fn"
+        code = getattr(listener, "__code__", None)
+        if getattr(listener, "__qualname__", "") != "only_once.<locals>.go" or code is None:
+            break
+        closure = getattr(listener, "__closure__", None) or ()
+        cells = dict(zip(code.co_freevars, closure, strict=False))
+        try:
+            listener = cells["fn"].cell_contents
+        except (KeyError, ValueError):
+            return False
+    module = getattr(listener, "__module__", None) or ""
+    return module == "sqlalchemy" or module.startswith("sqlalchemy.")
 
 
 class _Registry:
