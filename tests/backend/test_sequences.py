@@ -752,13 +752,15 @@ def test_create_all_with_the_sequences_table_in_the_same_metadata(
 
 def test_a_failure_at_the_insert_is_not_an_existing_sequence(spanner_engine: Engine) -> None:
     # Spanner's driver holds DDL back and runs it as the next DML's statement: an error
-    # of that DDL surfaces as the INSERT's IntegrityError, which must be raised, never
-    # read as "the sequence was there" (False: nothing to do, when nothing was done)
+    # of that DDL surfaces as the INSERT's IntegrityError, which must be raised (the cause of
+    # a SequenceAllocationError), never read as "the sequence was there" (False: nothing to
+    # do, when nothing was done)
     with fresh_table(spanner_engine, sequences_table):
         with spanner_engine.begin() as conn:
             sequences_table(sa.MetaData()).create(conn)  # exists: fails when it is run
-            with pytest.raises(sa.exc.IntegrityError):
+            with pytest.raises(SequenceAllocationError) as raised:
                 create_table_sequence(conn, "after_held_ddl", checkfirst=True)
+            assert isinstance(raised.value.__cause__, sa.exc.IntegrityError)
             conn.rollback()
         with spanner_engine.connect() as conn:
             assert read_next_value(conn, "after_held_ddl") is None
