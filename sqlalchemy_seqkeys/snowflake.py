@@ -145,7 +145,7 @@ def _inverse_of(transform: Callable[[int], int]) -> Callable[[int], int] | None:
 _bind_locks: dict[int, threading.Lock] = {}
 
 #: (layout, worker id) -> the spans of ticks the sequences of this process minted
-#: with that worker id, each ``[first, last]``: a sequence writes its own as it starts
+#: with that worker id (``_Span``: first and last tick): a sequence writes its own as it starts
 #: a tick (its slow path, never the hot one), so they hold whatever way a sequence
 #: ended (stopped, halted with its lease, dropped and collected, or still minting).
 #: Any sequence, fixed or leased, mints only in ticks outside every span: a tick
@@ -158,7 +158,7 @@ _bind_locks: dict[int, threading.Lock] = {}
 _spans: dict[tuple[SnowflakeLayout, int], list[_Span]] = {}
 
 #: (layout, fixed worker id) -> the sequence this process's generators with that fixed
-#: worker id share (written under the bind lock; weak: a dropped one's cell remains)
+#: worker id share (written under the bind lock; weak: a dropped one's spans remain)
 _fixed: dict[tuple[SnowflakeLayout, int], weakref.ref[_Sequence]] = {}
 
 
@@ -867,8 +867,8 @@ def _hand_over(old: _Sequence, new: _Sequence, route: _Route, redirect: _Redirec
 
     The generator mints no id of a later tick on ``old``: its calls that reach
     the slow path there (``redirect``) follow ``route`` to ``new``, and ``new``
-    mints only past every tick this process minted with its worker id (the tick
-    cell, which ``old`` wrote as it minted).
+    mints in no tick this process minted in with its worker id (``_spans``, which
+    ``old`` wrote as it minted).
     """
     with new.lock:
         # ``new`` may be minting for other generators: it goes on from its next
@@ -884,9 +884,9 @@ class Snowflake:
     """A thread-safe snowflake id generator; also a zero-argument column default.
 
     Generators bound to one lease share one sequence (one worker id), so they
-    never mint the same id; they must agree on the layout, the clock and the
-    clock-backwards mode. Generators of one process with the same fixed worker
-    id and layout share one sequence too (see docs/strategies/snowflake.md). A bad argument raises
+    never mint the same id (they must agree on the layout, the clock and the
+    clock-backwards mode); so do a process's generators with one fixed worker
+    id and layout. A bad argument raises
     :class:`~sqlalchemy_seqkeys.InvalidSnowflakeError` before anything else
     happens. Under asyncio, a wait (a clock step back, the previous holder's
     mark, a tick whose sequence is used up) inside SQLAlchemy's greenlet (a
