@@ -193,6 +193,18 @@ def _unavailable(name: str, why: str) -> None:
     pytest.skip(message)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_snowflake_worker_memory() -> Iterator[None]:
+    """Each test mints as a fresh process would: no ticks or shared sequences kept from
+    another test's generators. Tests reuse fake clocks' instants and worker ids, which in
+    one process are the same ids again (the generators refuse them, as they should)."""
+    from sqlalchemy_seqkeys import snowflake
+
+    snowflake._spans.clear()
+    snowflake._fixed.clear()
+    yield
+
+
 @pytest.fixture(scope="session")
 def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Engines]:
     pool = _Engines(tmp_path_factory.mktemp("sqlite"))
