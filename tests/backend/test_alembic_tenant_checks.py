@@ -11,19 +11,18 @@ fresh database; the real state of both is read back after each operation.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from alembic.migration import MigrationContext
 from alembic.operations import Operations
 
 import sqlalchemy_seqkeys.alembic
 from sqlalchemy_seqkeys import MigrationError, ShardId, sequences_table, workers_table
 from sqlalchemy_seqkeys.sequences.table import read_next_value
 from tests._helpers import fresh_database_engine as database
+from tests.backend.test_alembic_hostile import operations
 
 sqlalchemy_seqkeys.alembic.register()  # where Alembic has not loaded the plugin (not installed)
 
@@ -58,13 +57,6 @@ def place(request: pytest.FixtureRequest, engines: Any) -> Iterator[Place]:
             return
         with engines.fresh_database("mysql", "tenant_ops_t") as url:
             yield Place(engine, str(sa.make_url(url).database))
-
-
-@contextmanager
-def operations(engine: sa.Engine) -> Iterator[Operations]:
-    """``op`` on an autocommit connection of ``engine`` (its map, if any, applies)."""
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        yield Operations(MigrationContext.configure(conn))
 
 
 def has_table(place: Place, table: str, schema: str | None) -> bool:
@@ -243,10 +235,9 @@ def test_fill_shard_column_reads_the_tenants_table(place: Place) -> None:
     assert stored == ShardId("user_id", shards=16).of(42)
 
 
+@pytest.mark.parametrize("place", ["mysql"], indirect=True)  # case-insensitive names there
 def test_names_made_case_sensitive_in_the_tenants_table(place: Place) -> None:
     """MariaDB: the tenant's 0.1 sequences table is converted, the default one's is not."""
-    if place.engine.dialect.name != "mysql":
-        pytest.skip("only MySQL and MariaDB have case-insensitive sequence names")
     for schema in (None, place.tenant):
         where = f"{schema}.sequences" if schema else "sequences"
         with place.engine.begin() as conn:
