@@ -30,7 +30,7 @@ from sqlalchemy.sql.expression import FunctionElement
 from . import _fork
 from ._aio import pause
 from ._background import GreenletLock, Periodic, StartTask, periodic, retrieve_error, within
-from ._dialect import facts, insert_ignoring_conflict
+from ._dialect import check_identifier, facts, insert_ignoring_conflict
 from ._lease import Lease, Minter, floor_error
 from ._validate import (
     check_flag,
@@ -160,6 +160,18 @@ def _is_disconnect(conn: sa.Connection, exc: BaseException) -> bool:
 def _lost_connection(exc: BaseException) -> bool:
     """True if ``exc`` says the connection dropped (the write's outcome may be unknown)."""
     return isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated
+
+
+def _connection_failed(exc: BaseException) -> bool:
+    """True unless ``exc`` is the server's answer to a statement on a live connection.
+
+    SQLAlchemy wraps a statement's error with the statement; an error while
+    connecting has none, and a dropped connection is invalidated. Errors it does
+    not wrap (sockets, pool timeouts, a driver's own) are taken as the connection's.
+    """
+    if not isinstance(exc, sa.exc.DBAPIError):
+        return True
+    return exc.statement is None or exc.connection_invalidated
 
 
 def _reason(exc: BaseException) -> str:
@@ -489,11 +501,33 @@ class _HeldWorkerId:
         """False in a process forked from the one that made the lease."""
         return _fork.process_token() == self._token
 
+    def _check_table_name(self) -> None:
+        """Raise InvalidLeaseError (and close) for a name the engine cannot hold; no I/O.
+
+        PostgreSQL cuts a name past 63 bytes, silently: the first start would
+        create the table under the cut name, every later one fail on "already
+        exists", and two names alike in their first 63 bytes share one table.
+        """
+        try:
+            check_identifier(
+                self.engine.dialect, self.table.name, "lease table name", InvalidLeaseError
+            )
+        except InvalidLeaseError:
+            self._closed.set()
+            raise
+
     def _database_error(self, exc: BaseException) -> WorkerLeaseDatabaseError:
+        if _connection_failed(exc):
+            return WorkerLeaseDatabaseError(
+                f"could not claim a worker id in {self.table.name!r}: the database failed "
+                f"({_reason(exc)}); nothing was minted. Check that the server is up and "
+                "accepts connections (max_connections, the pool's size), then claim again"
+            )
         return WorkerLeaseDatabaseError(
-            f"could not claim a worker id in {self.table.name!r}: the database failed "
-            f"({_reason(exc)}); nothing was minted. Check that the server is up and accepts "
-            "connections (max_connections, the pool's size), then claim again"
+            f"could not claim a worker id in {self.table.name!r}: the database refused the "
+            f"lease's SQL ({_reason(exc)}); nothing was minted. Fix what the server's message "
+            "names (the table, its name, this user's privileges; create_table=True creates a "
+            "missing table), then claim again"
         )
 
     def _lost_error(self) -> WorkerLeaseLostError:
@@ -1030,6 +1064,7 @@ class WorkerLease(_RenewedWorkerId):
         # copies of one lease built before the fork never renew each other's row.
         self._token = _fork.process_token()
         self.owner = self._row.owner = uuid.uuid4().hex
+        self._check_table_name()
 
     def _claim(self, begin: Callable[[], None]) -> None:
         """Claim a worker id and ``begin`` renewing it, unless the lease is closed meanwhile.
@@ -1502,8 +1537,19 @@ class AsyncWorkerLease(_AsyncLeaseTasks):
         sync._renew_lock = GreenletLock()
         sync._start_task = self._detach
         self._claiming = True
+        # The claim runs to its end whatever becomes of this start: cancelled midway,
+        # its INSERT or UPDATE may have committed unseen, and the row held for the ttl.
+        claim = self._detach(
+            greenlet_spawn(sync._claim, self._start_renewal), f"{sync._job_name()}-claim"
+        )
         try:
-            await greenlet_spawn(sync._claim, self._start_renewal)
+            await asyncio.shield(claim)
+        except asyncio.CancelledError:
+            try:
+                await self._abandon_claim(claim)
+            finally:
+                await self._dispose_when_idle()
+            raise
         except BaseException:
             # a release left running (closed while it claimed; the database slow to answer)
             await self._dispose_when_idle()
@@ -1513,9 +1559,34 @@ class AsyncWorkerLease(_AsyncLeaseTasks):
         try:
             await greenlet_spawn(sync._wait_past_floor)
         except BaseException:
-            await self.close()
+            await self._close_to_the_end()
             raise
         return self
+
+    async def _abandon_claim(self, claim: asyncio.Task[None]) -> None:
+        """The start was cancelled while ``claim`` ran: release what it wins, waiting at
+        most ``min(ttl, 5)`` s for its answer (past that, it releases when it ends)."""
+        import asyncio
+
+        sync = self.sync_lease
+        with sync._state_lock:
+            # not recorded yet: closed now, the claim releases the row it wins itself
+            recorded = sync._worker_id is not None and not sync._closed.is_set()
+            if not recorded:
+                sync._closed.set()
+                sync._valid_until = 0.0
+        if recorded:  # it ended, and began renewing, as the cancellation came
+            self._claiming = False
+            await self._close_to_the_end()
+        else:
+            await asyncio.wait({claim}, timeout=min(sync.ttl, _CLOSE_GRACE_S))
+
+    async def _close_to_the_end(self) -> None:
+        """:meth:`close`, run on to its end even if the caller is cancelled meanwhile."""
+        import asyncio
+
+        closing = self._detach(self.close(), f"{self.sync_lease._job_name()}-close")
+        await asyncio.wait({closing})
 
     def _start_renewal(self) -> None:
         # in the claim's greenlet, on the loop's thread
