@@ -194,7 +194,7 @@ def _unavailable(name: str, why: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_snowflake_worker_memory() -> Iterator[None]:
+def _fresh_snowflake_worker_memory() -> None:
     """Each test mints as a fresh process would: no ticks or shared sequences kept from
     another test's generators. Tests reuse fake clocks' instants and worker ids, which in
     one process are the same ids again (the generators refuse them, as they should)."""
@@ -202,7 +202,6 @@ def _fresh_snowflake_worker_memory() -> Iterator[None]:
 
     snowflake._spans.clear()
     snowflake._fixed.clear()
-    yield
 
 
 @pytest.fixture(scope="session")
