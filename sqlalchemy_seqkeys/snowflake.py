@@ -224,7 +224,9 @@ def _noted(span: _Span | None, spans: list[_Span], now: int, slack: int) -> _Spa
         span = span.into  # merged into another (see _merge_closest)
     if span is None or now - span.hi > slack:
         span = _take_span(spans, now, slack)
-    span.hi = now
+    # never lower: a new span merged with a later one (_merge_closest) ends where that
+    # one ended, and its ticks stay minted
+    span.hi = max(span.hi, now)
     return span
 
 
@@ -880,6 +882,23 @@ def _hand_over(old: _Sequence, new: _Sequence, route: _Route, redirect: _Redirec
         old.detach(redirect, route)
 
 
+def _layout_of(layout: object) -> SnowflakeLayout:
+    """A Snowflake's ``layout=``, checked (None: the default one)."""
+    if layout is not None and not isinstance(layout, SnowflakeLayout):
+        raise InvalidSnowflakeError(f"layout must be a SnowflakeLayout, not {layout!r}")
+    checked = layout or SnowflakeLayout()
+    # a layout made long ago may have aged: warn or refuse as a new one would
+    checked.check_life()
+    return checked
+
+
+def _check_callables(**functions: object) -> None:
+    """A Snowflake's function arguments are None or callable."""
+    for name, fn in functions.items():
+        if fn is not None and not callable(fn):
+            raise InvalidSnowflakeError(f"{name} must be callable, not {fn!r}")
+
+
 class Snowflake:
     """A thread-safe snowflake id generator; also a zero-argument column default.
 
@@ -939,17 +958,11 @@ class Snowflake:
         transform: Callable[[int], int] | None = None,
         clock: Callable[[], int] | None = None,
     ) -> None:
-        if layout is not None and not isinstance(layout, SnowflakeLayout):
-            raise InvalidSnowflakeError(f"layout must be a SnowflakeLayout, not {layout!r}")
-        self.layout = layout or SnowflakeLayout()
-        # a layout made long ago may have aged: warn or refuse as a new one would
-        self.layout.check_life()
+        self.layout = _layout_of(layout)
         #: the :class:`ClockBackwardsMode` (it compares equal to its string)
         self.on_clock_backwards = ClockBackwardsMode.coerce(on_clock_backwards)
         self.max_backwards_ms = _check_max_backwards(max_backwards_ms)
-        for name, fn in (("after_fork", after_fork), ("transform", transform), ("clock", clock)):
-            if fn is not None and not callable(fn):
-                raise InvalidSnowflakeError(f"{name} must be callable, not {fn!r}")
+        _check_callables(after_fork=after_fork, transform=transform, clock=clock)
         if transform is not None:
             _check_transform_fits(self.layout, transform)
         self.after_fork = after_fork
@@ -964,6 +977,7 @@ class Snowflake:
         # where the current binding's calls go once the generator is bound elsewhere
         self._redirect: _Redirect = [None]
         self._mint: Callable[[], int] = self._unbound
+        self._raw_mint: Callable[[], int] = self._unbound
         if worker_id is not None:
             self.bind(worker_id)
 
@@ -978,9 +992,10 @@ class Snowflake:
         (which stays valid, or raises), later ones use the new one, and no id
         is minted twice across the switch. No generator of this process mints
         in a tick another one of this process (of the same layout, whatever its
-        clock, fixed or leased, live or gone) minted in with the same worker id:
-        it waits past them if need be. Rebinding to the same fixed id or the
-        same lease changes nothing.
+        clock, fixed or leased, gone or live, but for a fixed id a live lease of
+        this process holds) minted in with the same worker id: it waits past
+        them if need be. Rebinding to the same fixed id or the same lease
+        changes nothing.
 
         :param worker_id: a started :class:`~sqlalchemy_seqkeys.WorkerLease` /
             :class:`~sqlalchemy_seqkeys.AsyncWorkerLease`, or an int.
@@ -1098,6 +1113,7 @@ class Snowflake:
         self._sequence = sequence
         self._redirect = redirect
         self.worker_id = sequence.worker_id
+        self._raw_mint = mint  # what _after_fork returns, inside the raw minter
         transform = self.transform
         self._mint = mint if transform is None else _transformed(mint, transform, self.layout)
 
@@ -1156,7 +1172,9 @@ class Snowflake:
                 sequence.token != _fork.process_token() or sequence.relinquished()
             ):
                 self._rebind_in_child(sequence)
-        return self._mint()
+        # called inside the raw minter (its on_fork), whose result the transform takes:
+        # the new binding's raw id, not a transformed one
+        return self._raw_mint()
 
     def _rebind_in_child(self, sequence: _Sequence) -> None:
         if sequence.lease is None and sequence.token == _fork.process_token():

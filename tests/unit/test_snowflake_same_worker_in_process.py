@@ -8,7 +8,9 @@ import gc
 import time
 from collections.abc import Callable
 
-from sqlalchemy_seqkeys import Snowflake, SnowflakeLayout
+import pytest
+
+from sqlalchemy_seqkeys import SeqKeysError, Snowflake, SnowflakeLayout, rotate_digits
 
 
 def _ahead(ms: int) -> Callable[[], int]:
@@ -85,3 +87,38 @@ def test_other_layouts_and_worker_ids_are_not_held_back() -> None:
     assert one.decode(one()).worker_id == 8
     assert other.decode(other()).worker_id == 8
     assert Snowflake(worker_id=9).decode(Snowflake(worker_id=9)()).worker_id == 9
+
+
+def _at(base_ns: int, offset_ms: int) -> Callable[[], int]:
+    """A frozen clock ``offset_ms`` after ``base_ns``."""
+    return lambda: base_ns + offset_ms * 1_000_000
+
+
+def test_ticks_stay_minted_when_more_than_32_spans_merge() -> None:
+    # past 32 spans of ticks the two closest merge; a new span merged with the next one
+    # was cut back to its own tick, freeing the next one's ticks: a generator at that
+    # instant again minted the same id
+    base = time.time_ns()
+    kept = [Snowflake(worker_id=3, clock=_at(base, k * 2000)) for k in range(1, 34)]
+    every = [generator() for generator in kept]  # 33 spans, 2 s apart
+    victim = 80_000
+    kept.append(Snowflake(worker_id=3, clock=_at(base, victim)))
+    every.append(kept[-1]())
+    kept.append(Snowflake(worker_id=3, clock=_at(base, victim - 1100)))  # merged into it
+    every.append(kept[-1]())
+    kept.append(Snowflake(worker_id=3, clock=_at(base, victim)))  # the victim's instant
+    with pytest.raises(SeqKeysError, match="does not advance"):
+        kept[-1]()  # its tick is taken, and its frozen clock never passes it: no id
+    _assert_unique(every)
+
+
+def test_a_worker_id_taken_back_is_transformed_once() -> None:
+    # a generator whose fixed worker id another generator (another clock) took over
+    # takes it back at its next call: that id went through transform twice
+    first = Snowflake(worker_id=5, transform=rotate_digits)
+    assert first.decode(first()).worker_id == 5
+    Snowflake(worker_id=5, clock=_ahead(0))()  # another clock: takes worker id 5 over
+    taken_back = first()
+    decoded = first.decode(taken_back)
+    assert decoded.worker_id == 5, decoded
+    assert abs(decoded.timestamp.timestamp() - time.time()) < 60, decoded
