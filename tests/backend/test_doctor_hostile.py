@@ -163,6 +163,14 @@ def _invoices() -> tuple[sa.MetaData, sa.Table]:
     return metadata, invoices
 
 
+def _create_with_keys(engine: Engine, metadata: sa.MetaData, invoices: sa.Table) -> None:
+    """The tables and the sequence doc_inv, which is behind doc_invoices' keys 1 to 10."""
+    metadata.create_all(engine)
+    create_table_sequence(engine, "doc_inv")
+    with engine.begin() as conn:
+        conn.execute(sa.insert(invoices), [{"id": i} for i in range(1, 11)])
+
+
 @contextmanager
 def _locked(engine: Engine, name: str) -> Iterator[None]:
     """doc_invoices locked by another connection's open transaction."""
@@ -210,10 +218,7 @@ def _assert_locked_reported(report: Any) -> None:
 def test_a_locked_table_is_reported_not_waited_on(engines: Any, name: str) -> None:
     metadata, invoices = _invoices()
     with fresh_engine(engines, name) as (engine, _):
-        metadata.create_all(engine)
-        create_table_sequence(engine, "doc_inv")
-        with engine.begin() as conn:
-            conn.execute(sa.insert(invoices), [{"id": i} for i in range(1, 11)])
+        _create_with_keys(engine, metadata, invoices)
         with _locked(engine, name):
             report = _doctor_with_deadline(engine, metadata)
         _assert_locked_reported(report)
@@ -261,10 +266,7 @@ def test_doctor_on_an_autocommit_connection_bounds_its_waits_and_checks(
     # unbounded waits) would fail; doctor runs its checks unwrapped and sets the session
     metadata, invoices = _invoices()
     with fresh_engine(engines, name) as (engine, _):
-        metadata.create_all(engine)
-        create_table_sequence(engine, "doc_inv")
-        with engine.begin() as conn:
-            conn.execute(sa.insert(invoices), [{"id": i} for i in range(1, 11)])
+        _create_with_keys(engine, metadata, invoices)
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             before = _lock_settings(conn, name)  # and SQLAlchemy's begin, implicit
             report = doctor(conn, metadata)

@@ -5,7 +5,6 @@ SQLite's "database is locked" is retried, bounded.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,30 +14,15 @@ import sqlalchemy as sa
 from sqlalchemy_seqkeys import (
     SequenceAllocationError,
     TableSequence,
-    sequences_table,
 )
 from sqlalchemy_seqkeys.sequences.table import create_table_sequence
+from tests.backend._seq_review import with_table
 
 pytestmark = pytest.mark.backend
 
 
-def _with_table(engine: sa.Engine) -> sa.Table:
-    metadata = sa.MetaData()
-    table = sequences_table(metadata)
-    metadata.create_all(engine)
-    return table
-
-
-@pytest.fixture
-def lite(tmp_path: Path) -> Iterator[sa.Engine]:
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'review.db'}", connect_args={"timeout": 0.2})
-    _with_table(engine)
-    yield engine
-    engine.dispose()
-
-
 def test_sqlite_locked_create_and_drop_are_seqkeys_errors(lite: sa.Engine) -> None:
-    table = _with_table(lite)
+    table = with_table(lite)
     held = TableSequence("held", mode="batch")
     held.create(lite)
     holder = sa.create_engine(lite.url)
@@ -66,7 +50,7 @@ def test_sqlite_locked_create_and_drop_are_seqkeys_errors(lite: sa.Engine) -> No
 def test_sqlite_locked_create_retries_until_the_lock_is_gone(lite: sa.Engine) -> None:
     import threading
 
-    table = _with_table(lite)
+    table = with_table(lite)
     TableSequence("first", mode="batch").create(lite)
     holder = sa.create_engine(lite.url)
     locked = threading.Event()
@@ -100,7 +84,7 @@ def test_read_only_session_create_and_drop_are_seqkeys_errors(
 ) -> None:
     with engines.fresh_database(name, "seq_review_ro") as url:
         writer = sa.create_engine(url)
-        _with_table(writer)
+        with_table(writer)
         TableSequence("ro", mode="batch").create(writer)
         reader = sa.create_engine(url)
 
@@ -133,7 +117,7 @@ def test_sqlite_locked_create_async_on_an_async_engine_is_retried(tmp_path: Path
 
     path = tmp_path / "async.db"
     sync = sa.create_engine(f"sqlite:///{path}")
-    table = _with_table(sync)
+    table = with_table(sync)
 
     async def main() -> None:
         engine = create_async_engine(f"sqlite+aiosqlite:///{path}", connect_args={"timeout": 0.2})

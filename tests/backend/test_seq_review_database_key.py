@@ -43,17 +43,23 @@ def _pinned(stack: ExitStack, url: sa.URL | str, statement: str) -> sa.Engine:
     return engine
 
 
+def _pinned_tenants(stack: ExitStack, url: str) -> tuple[sa.Engine, sa.Engine, sa.Engine]:
+    """An engine on ``url``, and two pinned to its new schemas tenant_a and tenant_b."""
+    admin = sa.create_engine(url)
+    stack.callback(admin.dispose)
+    with admin.begin() as conn:
+        for schema in ("tenant_a", "tenant_b"):
+            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    first = _pinned(stack, url, "SET search_path TO tenant_a")
+    second = _pinned(stack, url, "SET search_path TO tenant_b")
+    return admin, first, second
+
+
 def test_engines_pinned_to_schemas_by_connect_listeners_keep_floors_apart(
     engines: Any, stack: ExitStack
 ) -> None:
     with engines.fresh_database("postgresql", "seq_review_key") as url:
-        admin = sa.create_engine(url)
-        stack.callback(admin.dispose)
-        with admin.begin() as conn:
-            for schema in ("tenant_a", "tenant_b"):
-                conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-        first = _pinned(stack, url, "SET search_path TO tenant_a")
-        second = _pinned(stack, url, "SET search_path TO tenant_b")
+        admin, first, second = _pinned_tenants(stack, url)
         assert database_key(first) != database_key(second)
         assert database_key(first) != database_key(admin)
         for engine in (first, second):
@@ -75,13 +81,7 @@ def test_pooled_sequences_of_schemas_pinned_by_connect_listeners(
     engines: Any, stack: ExitStack
 ) -> None:
     with engines.fresh_database("postgresql", "seq_review_keyp") as url:
-        admin = sa.create_engine(url)
-        stack.callback(admin.dispose)
-        with admin.begin() as conn:
-            for schema in ("tenant_a", "tenant_b"):
-                conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-        first = _pinned(stack, url, "SET search_path TO tenant_a")
-        second = _pinned(stack, url, "SET search_path TO tenant_b")
+        _, first, second = _pinned_tenants(stack, url)
         sequence = PooledSequence("pooled_order_id", batch_size=10)
         assert sequence.create(first)
         assert sequence.create(second)

@@ -5,8 +5,6 @@ names without case) and whatever engine (URL) created it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,26 +12,11 @@ import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import (
     TableSequence,
-    sequences_table,
 )
 from sqlalchemy_seqkeys.sequences.table import create_table_sequence, drop_table_sequence
+from tests.backend._seq_review import with_table
 
 pytestmark = pytest.mark.backend
-
-
-def _with_table(engine: sa.Engine) -> sa.Table:
-    metadata = sa.MetaData()
-    table = sequences_table(metadata)
-    metadata.create_all(engine)
-    return table
-
-
-@pytest.fixture
-def lite(tmp_path: Path) -> Iterator[sa.Engine]:
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'review.db'}", connect_args={"timeout": 0.2})
-    _with_table(engine)
-    yield engine
-    engine.dispose()
 
 
 def test_recreated_through_another_table_spelling_forgets_the_blocks(lite: sa.Engine) -> None:
@@ -54,7 +37,7 @@ def test_recreated_through_another_url_starts_afresh(engines: Any) -> None:
     app = sa.create_engine(url)
     migrations = sa.create_engine(url.update_query_dict({"application_name": "migrations"}))
     try:
-        _with_table(app)
+        with_table(app)
         sequence = TableSequence("review_other_url", mode="batch", batch_size=5)
         sequence.drop(app, checkfirst=True)
         sequence.create(app)

@@ -13,18 +13,10 @@ import sqlalchemy as sa
 from sqlalchemy_seqkeys import (
     SeqKeysError,
     TableSequence,
-    sequences_table,
 )
 from sqlalchemy_seqkeys.sequences.table import create_table_sequence
 
 pytestmark = pytest.mark.backend
-
-
-def _with_table(engine: sa.Engine) -> sa.Table:
-    metadata = sa.MetaData()
-    table = sequences_table(metadata)
-    metadata.create_all(engine)
-    return table
 
 
 @pytest.fixture
