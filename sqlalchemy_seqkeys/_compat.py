@@ -33,6 +33,7 @@ __all__ = [
     "insert_multi_values",
     "insert_values",
     "patch_spanner_reflection",
+    "pool_connect_listened",
     "pool_creator",
     "register_alembic_impl",
     "schema_map_for_statement",
@@ -264,6 +265,31 @@ def connect_listened(dialect: sa.Dialect) -> bool:
     """Whether a ``do_connect`` listener may change how ``dialect``'s engines connect
     (the event's listeners, ``dialect.dispatch.do_connect``: 2.0, 2.1)."""
     return bool(getattr(dialect.dispatch, "do_connect", None))
+
+
+def pool_connect_listened(pool: sa.pool.Pool) -> bool:
+    """Whether a pool "connect" listener of someone's but SQLAlchemy's runs on ``pool``'s
+    connections: it may pick another schema or database (``SET search_path``, ``USE``)
+    than the URL, as a ``do_connect`` listener may. SQLAlchemy's own (the dialect's
+    ``on_connect``, the first connect) come from its modules, ``once=True`` ones behind
+    its ``only_once`` wrapper (``pool.dispatch.connect``: 2.0, 2.1)."""
+    listeners: Any = getattr(pool.dispatch, "connect", None) or ()
+    return any(not _sqlalchemys(listener) for listener in listeners)
+
+
+def _sqlalchemys(listener: object) -> bool:
+    for _ in range(5):  # a wrapper of SQLAlchemy's holds the function as its cell "fn"
+        code = getattr(listener, "__code__", None)
+        if getattr(listener, "__qualname__", "") != "only_once.<locals>.go" or code is None:
+            break
+        closure = getattr(listener, "__closure__", None) or ()
+        cells = dict(zip(code.co_freevars, closure, strict=False))
+        try:
+            listener = cells["fn"].cell_contents
+        except (KeyError, ValueError):
+            return False
+    module = getattr(listener, "__module__", None) or ""
+    return module == "sqlalchemy" or module.startswith("sqlalchemy.")
 
 
 def without_overflow_limit(pool: sa.pool.Pool) -> sa.pool.Pool:

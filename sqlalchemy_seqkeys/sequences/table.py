@@ -26,6 +26,7 @@ from sqlalchemy_seqkeys import _validate as validate
 from sqlalchemy_seqkeys._aio import pause
 from sqlalchemy_seqkeys._compat import (
     connect_listened,
+    pool_connect_listened,
     pool_creator,
     schema_map_for_statement,
     url_connect_params,
@@ -358,7 +359,7 @@ def database_key(engine: sa.Engine) -> tuple[object, bool]:
     if _in_memory(url):  # every in-memory SQLite engine has a database of its own
         return pool, True
     params = url_connect_params(pool)
-    if params is None or connect_listened(engine.dialect) or _pool_connect_listened(pool):
+    if params is None or connect_listened(engine.dialect) or pool_connect_listened(pool):
         creator = pool_creator(pool)
         try:
             weakref.ref(creator)
@@ -394,31 +395,6 @@ def _from_url(url: sa.URL, name: str, value: object) -> bool:
     query = url.query.get(name)
     given = [query] if isinstance(query, str) else list(query or ())
     return text in given or (len(given) > 1 and text == ",".join(given))
-
-
-def _pool_connect_listened(pool: sa.pool.Pool) -> bool:
-    """Whether a pool "connect" listener of someone's but SQLAlchemy's runs on ``pool``'s
-    connections: it may pick another schema or database (``SET search_path``, ``USE``)
-    than the URL, as a ``do_connect`` listener may. SQLAlchemy's own (the dialect's
-    ``on_connect``, the first connect) come from its modules, ``once=True`` ones behind
-    its ``only_once`` wrapper (``pool.dispatch.connect``: 2.0, 2.1)."""
-    listeners: Any = getattr(pool.dispatch, "connect", None) or ()
-    return any(not _sqlalchemys(listener) for listener in listeners)
-
-
-def _sqlalchemys(listener: object) -> bool:
-    for _ in range(5):  # a wrapper of SQLAlchemy's holds the function as its cell "fn"
-        code = getattr(listener, "__code__", None)
-        if getattr(listener, "__qualname__", "") != "only_once.<locals>.go" or code is None:
-            break
-        closure = getattr(listener, "__closure__", None) or ()
-        cells = dict(zip(code.co_freevars, closure, strict=False))
-        try:
-            listener = cells["fn"].cell_contents
-        except (KeyError, ValueError):
-            return False
-    module = getattr(listener, "__module__", None) or ""
-    return module == "sqlalchemy" or module.startswith("sqlalchemy.")
 
 
 class _Registry:
