@@ -17,8 +17,10 @@ import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from ._urls import shown
+from ._validate import check_int
 from .bitreverse import BitReversedSequence, reverse_bits
 from .comb import CombLayout, comb_timestamp
+from .errors import SeqKeysError
 from .sequences import SequenceMode, TableSequence, sequences_table
 from .snowflake import Snowflake, rotate_digits
 from .types import CombGuid, new_comb_guid
@@ -223,7 +225,12 @@ def run(url: str, rows: int = 3, echo: Callable[[str], None] = print) -> None:
       from empty tables, so the table sequences hand out 1 to ``rows``.
     :param echo: called with each line of output (default ``print``); pass
       ``list.append`` of a list, or a logger's method, to keep the lines.
+    :raises SeqKeysError: ``rows`` is not a whole number of 1 or more (nothing
+      is touched then).
     """
+    check_int(
+        rows, "rows", SeqKeysError, min=1, hint="the demo inserts that many rows per strategy"
+    )
     engine = sa.create_engine(url)
     try:
         _Base.metadata.drop_all(engine)  # the demo's own tables, and only those

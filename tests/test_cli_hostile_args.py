@@ -152,3 +152,14 @@ def test_a_query_value_libpq_rejects_when_connecting_is_a_database_error(
     # psycopg 3.3: 'invalid sslmode value: "bogus"'; 3.1: 'connection is bad: "bogus"'
     assert '"bogus"' in result.stderr, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("rows", [0, -3, True, 2.0])
+def test_demo_run_from_python_refuses_rows_below_one(rows: object, tmp_path: Path) -> None:
+    from sqlalchemy_seqkeys import SeqKeysError, demo
+
+    lines: list[str] = []
+    with pytest.raises(SeqKeysError, match=r"rows must be an int >= 1, not .*per strategy"):
+        demo.run(f"sqlite:///{tmp_path / 'd.db'}", rows=rows, echo=lines.append)  # type: ignore[arg-type]
+    assert lines == []
+    assert list(tmp_path.iterdir()) == []  # nothing was touched
