@@ -66,6 +66,9 @@ _UUID_TEXT = re.compile(
 )
 
 
+#: the characters of a GUID's hex digits, and nothing int(..., 16) reads besides
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+
 _new_object, _set_attribute = object.__new__, object.__setattr__
 _UUID, _SAFE_UNKNOWN = uuid.UUID, uuid.SafeUUID.unknown
 
@@ -90,18 +93,15 @@ def parse_uuid(value: object) -> uuid.UUID | None:
         return value
     if isinstance(value, str):
         # The canonical form, as a database hands it back, without the pattern:
-        # ASCII letters and digits only (int() would read "_", "+", spaces and
-        # other scripts' digits), and int() refuses the letters past "f".
+        # ASCII hex digits only. int(..., 16) alone would read a "0x" prefix
+        # ("0x000000-..." as "00000000-..."), "_", "+", spaces and other
+        # scripts' digits: stripping the hex alphabet must leave nothing.
         if len(value) == 36 and value[8] == value[13] == value[18] == value[23] == "-":
             digits = value.replace("-", "")
-            if len(digits) != 32 or not digits.isascii() or not digits.isalnum():
-                return None
-            try:
-                number = int(digits, 16)
-            except ValueError:
+            if len(digits) != 32 or digits.strip(_HEX_DIGITS):
                 return None
             guid: uuid.UUID = _new_object(_UUID)  # uuid.UUID(int=...) checks what we know
-            _set_attribute(guid, "int", number)
+            _set_attribute(guid, "int", int(digits, 16))
             _set_attribute(guid, "is_safe", _SAFE_UNKNOWN)
             return guid
         match = _UUID_TEXT.fullmatch(value)
