@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import types as sqltypes
 from sqlalchemy.engine.interfaces import Dialect
 
-from ._dialect import mariadb_uuid_keeps_v7_order
+from ._dialect import family, mariadb_uuid_keeps_v7_order
 from .errors import InvalidTypeIDError
 from .typeid import TypeID, check_prefix
 from .types import CombGuid, MariaDBUuidRefusedError
@@ -28,6 +28,16 @@ _BINARY = CombGuid(binary=True)
 _NATIVE = CombGuid(native_uuid=True)
 #: the storage a value compared with a native_uuid column binds with: MariaDB's text, unrefused
 _NATIVE_COMPARED: CombGuid = _NATIVE.coerce_compared_value(None, None)
+
+
+def _server_unknown(dialect: Dialect) -> bool:
+    """True for a MySQL-family dialect that may be MariaDB or MySQL: not connected, no
+    ``mariadb://`` URL. Its ``native_uuid`` storage is decided only by the server."""
+    return (
+        family(dialect) == "mysql"
+        and not getattr(dialect, "is_mariadb", False)
+        and dialect.server_version_info is None
+    )
 
 
 class TypeIDType(sqltypes.TypeDecorator[TypeID]):
@@ -48,6 +58,9 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
         and so is an id MariaDB's ``UUID`` refuses (version 8 to 15 with byte 8
         from 0x01 to 0x80), with :class:`~sqlalchemy_seqkeys.InvalidTypeIDError` when it
         is stored; compared with the column (``==``, ``in_``) it finds no row.
+        A ``mysql://`` dialect that has not connected cannot tell MariaDB from
+        MySQL, so the column refuses to compile or bind there (offline SQL) with
+        :class:`~sqlalchemy_seqkeys.InvalidTypeIDError`: use a ``mariadb://`` URL.
 
     Example::
 
@@ -74,9 +87,25 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
 
     def _guid(self, dialect: Dialect) -> CombGuid:
         """The storage: MariaDB's UUID where ``native_uuid`` applies, else 16 bytes."""
-        if self.native_uuid and mariadb_uuid_keeps_v7_order(dialect):
-            return _NATIVE
+        if self.native_uuid:
+            if mariadb_uuid_keeps_v7_order(dialect):
+                return _NATIVE
+            if _server_unknown(dialect):
+                raise self._unknown_server()
         return _BINARY
+
+    def _unknown_server(self) -> InvalidTypeIDError:
+        """The error for ``native_uuid`` on a ``mysql://`` dialect that never connected."""
+        return InvalidTypeIDError(
+            f"{self!r} cannot tell its storage on a mysql:// dialect that has not "
+            "connected: MariaDB 10.11.5 and later store it in its UUID type (bound as "
+            "text), MySQL and older MariaDB in BINARY(16) (bound as 16 bytes), and a "
+            "BINARY(16) column made from SQL rendered now would then be sent text by the "
+            "application connected to MariaDB. For offline SQL (alembic --sql, "
+            "CreateTable(...).compile(engine)) use a mariadb:// URL "
+            "(mariadb+pymysql://...) for MariaDB, or native_uuid=False (BINARY(16)) for "
+            "MySQL; or compile after the engine has connected"
+        )
 
     def coerce_compared_value(self, op: Any, value: Any) -> Any:
         # A value compared with the column (==, !=, in_) is not stored: it binds
