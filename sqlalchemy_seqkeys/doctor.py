@@ -41,7 +41,7 @@ from ._dialect import (
 )
 from ._urls import has_password, shown
 from .bitreverse import BitReversed, BitReversedSequence, reverse_bits
-from .dialects import read_sequence_catalog
+from .dialects import read_sequence_catalog, sequence_relation
 from .errors import InvalidSequenceError, SeqKeysError, SequencesTableNotFoundError
 from .pooled import PooledSequence
 from .sequences import TableSequence
@@ -446,6 +446,16 @@ def _check_sequences(ctx: _Context) -> None:
             ctx.guarded("schema", key.subject, functools.partial(_check_counter, ctx, counter))
             check = functools.partial(_check_bit_reversed_behind, ctx, key, counter)
             ctx.guarded("behind", key.subject, check)
+        elif isinstance(key.strategy, BitReversed):  # another callable: no counter to read
+            ctx.add(
+                "behind",
+                key.subject,
+                SKIPPED,
+                f"not checked: the counter behind {_name(key.strategy)} is a callable doctor "
+                "cannot read; check yourself that it hands out counters past the largest "
+                "reverse_bits(key) of the table's keys (doctor reads TableSequence, "
+                "PooledSequence, BitReversedSequence and sa.Sequence counters)",
+            )
 
 
 def keys_behind(conn: sa.Connection, metadata: sa.MetaData) -> list[tuple[sa.Column[Any], object]]:
@@ -455,7 +465,7 @@ def keys_behind(conn: sa.Connection, metadata: sa.MetaData) -> list[tuple[sa.Col
     Only the sequence checks run (no temporary table), in ``conn``'s transaction where it
     has one (each in a savepoint rolled back); a counter that does not exist, or that
     cannot be judged (a server's cached values, too many bit-reversed keys), is not
-    listed.
+    listed: a resync would not settle it (doctor's finding says what does).
 
     :param conn: a connection to the database (not Spanner's inside a transaction).
     :param metadata: the models' ``MetaData``.
@@ -466,7 +476,10 @@ def keys_behind(conn: sa.Connection, metadata: sa.MetaData) -> list[tuple[sa.Col
     behind = {
         f.subject
         for f in ctx.findings
-        if f.check == "behind" and f.status == PROBLEM and "next_value" in f.details
+        if f.check == "behind"
+        and f.status == PROBLEM
+        and "next_value" in f.details
+        and not f.details.get("cached")
     }
     return [(key.column, key.strategy) for key in ctx.keys if key.subject in behind]
 
@@ -829,8 +842,11 @@ def _own_minter(ctx: _Context, key: _Key, real: dict[str, Any]) -> tuple[str, _M
     return None
 
 
-#: a PostgreSQL default that is only nextval of a sequence named by a text literal
-_PG_NEXTVAL = re.compile(r"\(*nextval\('((?:[^']|'')*)'(?:::regclass)?\)\)*", re.IGNORECASE)
+#: a PostgreSQL default that is only nextval of a sequence named by a text literal:
+#: ``nextval('s'::regclass)``, ``nextval('s'::text)``, ``nextval(('s'::text)::regclass)``
+_PG_NEXTVAL = re.compile(
+    r"\(*nextval\(\(*'((?:[^']|'')*)'(?:::text)?\)*(?:::regclass)?\)\)*", re.IGNORECASE
+)
 #: a MariaDB default that is only NEXTVAL of a sequence: `db`.`name`, or a bare name
 _MY_NAME = r"(?:`((?:[^`]|``)*)`|(\w+))"
 _MY_NEXTVAL = re.compile(rf"\(*nextval\({_MY_NAME}(?:\.{_MY_NAME})?\)\)*", re.IGNORECASE)
@@ -902,6 +918,14 @@ def _check_behind(ctx: _Context, key: _Key) -> None:
         return
     assert isinstance(strategy, TableSequence | PooledSequence)
     name, table_name = strategy.name, strategy.table
+    no_max = ctx.no_max.get(key.subject)
+    # MAX(key) before the counter: every key it counts came from a value taken before,
+    # so a row committed between the two reads never looks like a counter behind
+    not_integer: _NoIntegerMaxError | None = None
+    try:
+        largest = None if no_max else ctx.largest(key, name)
+    except _NoIntegerMaxError as exc:
+        largest, not_integer = None, exc
     try:
         collation = inexact_collation(ctx.conn, table_name)
         next_value = read_next_value(ctx.conn, name, table=table_name)
@@ -922,11 +946,8 @@ def _check_behind(ctx: _Context, key: _Key) -> None:
             f"the sequences table compares names case-insensitively ({collation})",
             fix=f"in a migration: op.make_sequence_names_case_sensitive({table_name!r})",
         )
-    no_max = ctx.no_max.get(key.subject)
-    try:
-        largest = None if no_max else ctx.largest(key, name)
-    except _NoIntegerMaxError as exc:
-        _report_no_integer(ctx, key, exc.value)
+    if not_integer is not None:
+        _report_no_integer(ctx, key, not_integer.value)
         return
     if next_value is None:
         start = (largest or 0) + 1
@@ -946,18 +967,36 @@ def _check_behind(ctx: _Context, key: _Key) -> None:
         ctx.add("behind", key.subject, SKIPPED, no_max)
         return
     table = key.column.table
-    argv = ["--sequence", name, "--table", table.name, "--column", key.column.name]
-    argv += ["--schema", table.schema] if table.schema else []
-    argv += ["--sequences-table", table_name] if table_name != "sequences" else []
+    if ctx.translate:  # a tenant's: seqkeys resync cannot reach its sequences table
+        args = [repr(name), repr(table.name), repr(key.column.name)]
+        args += [f"schema={table.schema!r}"] if table.schema else []
+        args += [f"sequences_table={table_name!r}"] if table_name != DEFAULT_TABLE else []
+        fix = (
+            f"resync_table_sequence({_bind_text(ctx)}, {', '.join(args)}) "
+            "(Python; moves it past MAX, never back)"
+        )
+    else:
+        argv = ["--sequence", name, "--table", table.name, "--column", key.column.name]
+        argv += ["--schema", table.schema] if table.schema else []
+        argv += ["--sequences-table", table_name] if table_name != "sequences" else []
+        fix = _seqkeys_command(ctx, "resync", argv)
     _report_behind(
         ctx,
         key,
         next_value,
         largest,
         problem=f"sequence {name!r} would hand out {next_value}",
-        fix=_seqkeys_command(ctx, "resync", argv),
+        fix=fix,
         ok=f"sequence {name!r} hands out {next_value} next",
     )
+
+
+def _bind_text(ctx: _Context) -> str:
+    """The engine a printed Python fix runs on: a tenant's connection's map goes with it
+    (the tables and sequences it names are the tenant's, as doctor read them)."""
+    if not ctx.translate:
+        return "engine"
+    return f"engine.execution_options(schema_translate_map={ctx.translate!r})"
 
 
 def _report_no_integer(ctx: _Context, key: _Key, value: object, what: str = "") -> None:
@@ -1009,38 +1048,45 @@ def _behind_native(ctx: _Context, key: _Key, pooled: PooledSequence) -> None:
     increment, cycles = found
     if increment != pooled.allocation_size or cycles:
         _report_increment(ctx, pooled, increment, cycles)
+    if _session_cache(ctx, key, pooled.sequence):
+        return
     no_max = ctx.no_max.get(key.subject)
     if no_max:
         ctx.add("behind", key.subject, SKIPPED, no_max)
         return
-    upcoming = _native_next(ctx.conn, pooled.sequence, increment)
     try:
         largest = ctx.largest(key, name)
     except _NoIntegerMaxError as exc:
         _report_no_integer(ctx, key, exc.value)
         return
+    # after MAX(key): every key it counts came from a block taken before
+    upcoming = _native_next(ctx.conn, pooled.sequence, increment)
     if upcoming is None:
         ctx.add("behind", key.subject, SKIPPED, "the sequence's value cannot be read here")
         return
-    lowest, next_value = upcoming
+    lowest, next_value = _exact_if_never_refilled(ctx, pooled.sequence, increment, upcoming)
     table = key.column.table
     schemas = f", schema={table.schema!r}" if table.schema else ""
     schemas += f", sequence_schema={pooled.schema!r}" if pooled.schema else ""
     fix = (
-        f"resync_pooled_sequence(engine, {name!r}, {table.name!r}, "
+        f"resync_pooled_sequence({_bind_text(ctx)}, {name!r}, {table.name!r}, "
         f"{key.column.name!r}{schemas}) (Python; moves it past MAX, never back)"
     )
     if lowest != next_value and largest is not None and lowest <= largest < next_value:
         ctx.add(
             "behind",
             key.subject,
-            SKIPPED,
-            f"cannot tell: the server caches values of sequence {name!r}, so its next block "
-            f"starts somewhere from {lowest} to {next_value}, and the table holds keys up to "
-            f"{largest}; ALTER SEQUENCE {identifier_text(ctx.dialect, name, pooled.schema)} "
-            "NOCACHE makes this check exact",
-            fix=fix,
-            details={"next_value": next_value, "lowest_next_value": lowest, "max_key": largest},
+            PROBLEM,
+            f"sequence {name!r} may start its next block at a key the table holds: the "
+            f"server caches its values, so that block starts somewhere from {lowest} to "
+            f"{next_value}, and the table holds keys up to {largest}: inserts may collide",
+            fix=_nocache_fix(ctx, pooled.sequence, next_value),
+            details={
+                "next_value": next_value,
+                "lowest_next_value": lowest,
+                "max_key": largest,
+                "cached": True,
+            },
         )
         return
     _report_behind(
@@ -1051,6 +1097,69 @@ def _behind_native(ctx: _Context, key: _Key, pooled: PooledSequence) -> None:
         problem=f"sequence {name!r} would start its next block at {next_value}",
         fix=fix,
         ok=f"sequence {name!r} starts its next block at {_range(lowest, next_value)}",
+    )
+
+
+def _session_cache(ctx: _Context, key: _Key, sequence: sa.Sequence) -> bool:
+    """PostgreSQL: a problem (and True) when the sequence has CACHE > 1.
+
+    Each session then takes that many values at once and hands them out later, below
+    values other sessions took since: the value doctor reads says nothing of them, and a
+    resync (a setval) does not reach them. The library creates its sequences CACHE 1.
+    """
+    if family(ctx.dialect) != "postgresql":
+        return False
+    from .dialects.postgresql import read_cache
+
+    cache = read_cache(ctx.conn, sequence)
+    if cache is None or cache <= 1:
+        return False
+    sql_name = identifier_text(ctx.dialect, sequence.name, ctx.schema(sequence.schema))
+    ctx.add(
+        "behind",
+        key.subject,
+        PROBLEM,
+        f"sequence {sequence.name!r} has CACHE {cache}: each session takes {cache} values "
+        "at once and hands them out after other sessions took higher ones, so its next value "
+        "cannot be read (inserts may collide with keys imported since), and a resync "
+        "cannot move the values sessions hold; PooledSequence refuses it",
+        fix=f"ALTER SEQUENCE {sql_name} CACHE 1, then restart the application (its sessions "
+        "keep the values they cached until they end), then run doctor again",
+        details={"cache": cache},
+    )
+    return True
+
+
+def _exact_if_never_refilled(
+    ctx: _Context, sequence: sa.Sequence, increment: int, upcoming: tuple[int, int]
+) -> tuple[int, int]:
+    """MariaDB: the next value exactly when no refill of the server's cache can have
+    written the sequence's row, else ``upcoming`` as read.
+
+    A refill that hands out v writes ``v + cache * increment`` (v at least the
+    sequence's MINVALUE); a row below ``MINVALUE + cache * increment`` was written by
+    CREATE, ALTER or a SETVAL (a resync) instead, and the next NEXTVAL returns it.
+    """
+    lowest, next_value = upcoming
+    if lowest == next_value or family(ctx.dialect) != "mysql" or increment <= 0:
+        return upcoming
+    relation = sequence_relation(sequence, "minimum_value", "cache_size")
+    row = ctx.conn.execute(sa.select(relation.c.minimum_value, relation.c.cache_size)).first()
+    if row is None:
+        return upcoming
+    minimum, cache = int(row[0]), int(row[1])
+    if next_value - cache * increment < minimum:
+        return next_value, next_value
+    return upcoming
+
+
+def _nocache_fix(ctx: _Context, sequence: sa.Sequence, next_value: int) -> str:
+    """MariaDB: the statement that ends the doubt of a cached sequence, moving it forward."""
+    sql_name = identifier_text(ctx.dialect, sequence.name, ctx.schema(sequence.schema))
+    return (
+        f"ALTER SEQUENCE {sql_name} NOCACHE (the values the server cached are skipped: it "
+        f"hands out {next_value} next, past the table's keys, and doctor reads it exactly; "
+        "a resync cannot be seen while it caches)"
     )
 
 
@@ -1104,29 +1213,74 @@ def _report_behind(
 # -- schema: bit-reversed keys' counters, worker-lease tables ----------------------------
 
 
-def _check_counter(
-    ctx: _Context, counter: BitReversedSequence | TableSequence | sa.Sequence
-) -> None:
+#: what a bit-reversed key's counter can be, for doctor
+_Counter = BitReversedSequence | TableSequence | PooledSequence | sa.Sequence
+
+
+def _native_counter(ctx: _Context, counter: _Counter) -> sa.Sequence | None:
+    """The native sequence a counter takes its values from here (None: a sequences-table
+    row). A ``sa.Sequence`` is one on every engine (on one without sequences: no counter)."""
+    if isinstance(counter, sa.Sequence):
+        return counter
+    if isinstance(counter, BitReversedSequence) and has_sequences(ctx.dialect):
+        return counter.sequence
+    if isinstance(counter, PooledSequence) and incrementing_sequences(ctx.dialect):
+        return counter.sequence
+    return None
+
+
+def _counter_row(counter: _Counter) -> tuple[str, str]:
+    """The name and sequences table of a counter kept in a row."""
+    if isinstance(counter, BitReversedSequence):
+        return counter.counter.name, counter.counter.table
+    assert not isinstance(counter, sa.Sequence)
+    return counter.name, counter.table
+
+
+def _check_counter(ctx: _Context, counter: _Counter) -> None:
     """A bit-reversed key's counter exists: its native sequence, or its row."""
     name = counter.name
     subject = f"sequence {name}"
-    native = isinstance(counter, sa.Sequence) or (
-        isinstance(counter, BitReversedSequence) and has_sequences(ctx.dialect)
-    )
-    if native:
-        schema = ctx.schema(getattr(counter, "schema", None))
-        exists = name in sa.inspect(ctx.conn).get_sequence_names(schema=schema)
+    sequence = _native_counter(ctx, counter)
+    if isinstance(counter, sa.Sequence) and not has_sequences(ctx.dialect):
+        engine = facts(ctx.dialect).display_name or ctx.dialect.name
+        ctx.add(
+            "schema",
+            subject,
+            PROBLEM,
+            f"this engine has no sequences: {engine} cannot hand out the counters of "
+            f"BitReversed(Sequence({name!r})), so inserts would fail",
+            fix=f"declare the key default=BitReversedSequence({name!r}) (a sequences-table "
+            f"row where there are no sequences), created in a migration by "
+            f"op.create_bit_reversed_sequence({name!r}), or "
+            f"BitReversed(TableSequence({name!r}, mode=...))",
+        )
+        return
+    if isinstance(counter, PooledSequence):
+        schema = f", schema={counter.schema!r}" if counter.schema else ""
+        fix = (
+            f"in a migration: op.create_pooled_sequence({name!r}, "
+            f"{counter.allocation_size}{schema})"
+        )
+    elif isinstance(counter, BitReversedSequence | sa.Sequence):
         fix = f"in a migration: op.create_bit_reversed_sequence({name!r})"
     else:
-        assert not isinstance(counter, sa.Sequence)  # a Sequence counts as native
-        table = counter.table
+        fix = f"in a migration: op.create_table_sequence({name!r})"
+    catalog = facts(ctx.dialect).read_sequence_catalog
+    if isinstance(counter, PooledSequence) and sequence is not None and catalog is not None:
+        found = catalog(ctx.conn, sequence)
+        exists = found is not None
+        if found is not None and (found[0] != counter.allocation_size or found[1]):
+            _report_increment(ctx, counter, *found)
+    elif sequence is not None:
+        schema_name = ctx.schema(sequence.schema)
+        exists = sequence.name in sa.inspect(ctx.conn).get_sequence_names(schema=schema_name)
+    else:
+        row, table = _counter_row(counter)
         try:
-            exists = read_next_value(ctx.conn, name, table=table) is not None
+            exists = read_next_value(ctx.conn, row, table=table) is not None
         except SequencesTableNotFoundError:
             exists = False
-        fix = f"in a migration: op.create_table_sequence({name!r})"
-        if isinstance(counter, BitReversedSequence):
-            fix = f"in a migration: op.create_bit_reversed_sequence({name!r})"
     if exists:
         ctx.add("schema", subject, OK, f"the bit-reversed key's counter {name!r} exists")
     else:
@@ -1148,9 +1302,7 @@ class _TooManyKeysError(Exception):
 _Position = tuple[int, int] | str
 
 
-def _check_bit_reversed_behind(
-    ctx: _Context, key: _Key, counter: BitReversedSequence | TableSequence | sa.Sequence
-) -> None:
+def _check_bit_reversed_behind(ctx: _Context, key: _Key, counter: _Counter) -> None:
     """A bit-reversed key's counter hands out counters past every one the table's keys
     reverse to (``reverse_bits(key)``: ``MAX(key)`` says nothing of them)."""
     strategy = key.strategy
@@ -1160,9 +1312,12 @@ def _check_bit_reversed_behind(
         ctx.add("behind", key.subject, SKIPPED, "not checked: the keys are bit-reversed twice")
         return
     no_max = ctx.no_max.get(key.subject)
-    position = no_max or _counter_position(ctx, counter)
+    position = no_max or _counter_position(ctx, counter)  # whether it can be read at all
     if isinstance(position, str):
         ctx.add("behind", key.subject, SKIPPED, position)
+        return
+    sequence = _native_counter(ctx, counter)
+    if sequence is not None and _session_cache(ctx, key, sequence):
         return
     try:
         largest = _largest_counter(ctx, key, strategy.skip_range)
@@ -1178,12 +1333,25 @@ def _check_bit_reversed_behind(
             "bit-reversed key's counter can only be judged by reading every key (doctor reads "
             f"at most {BIT_REVERSED_SCAN_LIMIT:,}); the resync in a migration reads them all "
             "and never moves the counter back",
-            fix=_bit_reversed_fix(key, counter),
+            fix=_bit_reversed_fix(ctx, key, counter),
         )
         return
+    # read again after the keys: every key read came from a counter taken before
+    position = _counter_position(ctx, counter)
+    if isinstance(position, str):
+        ctx.add("behind", key.subject, SKIPPED, position)
+        return
+    if sequence is not None and position[0] != position[1]:  # the server caches values
+        catalog = read_sequence_catalog(ctx.conn, sequence)
+        if catalog is not None:
+            position = _exact_if_never_refilled(ctx, sequence, catalog[0], position)
     lowest, next_value = position
     what = f"sequence {counter.name!r}"
-    details = {"next_value": next_value, "lowest_next_value": lowest, "max_counter": largest}
+    details: dict[str, Any] = {
+        "next_value": next_value,
+        "lowest_next_value": lowest,
+        "max_counter": largest,
+    }
     if largest is None or largest < lowest:
         past = (
             "the table has no keys yet"
@@ -1198,7 +1366,6 @@ def _check_bit_reversed_behind(
             details=details,
         )
         return
-    fix = _bit_reversed_fix(key, counter)
     held = f"the table already holds key {reverse_bits(largest)}, of counter {largest}"
     if largest >= next_value:
         ctx.add(
@@ -1207,31 +1374,28 @@ def _check_bit_reversed_behind(
             PROBLEM,
             f"{what} would hand out counter {next_value} next (key "
             f"{reverse_bits(next_value)}), but {held}: inserts would collide",
-            fix=fix,
+            fix=_bit_reversed_fix(ctx, key, counter),
             details=details,
         )
     else:
+        assert sequence is not None  # only a server's cache leaves a range
         ctx.add(
             "behind",
             key.subject,
-            SKIPPED,
-            f"cannot tell: the server caches values of {what}, so it hands out a counter from "
-            f"{lowest} to {next_value} next, and {held}; ALTER SEQUENCE "
-            f"{_sequence_text(ctx, counter)} NOCACHE makes this check exact",
-            fix=fix,
-            details=details,
+            PROBLEM,
+            f"{what} may hand out a counter whose key the table holds: the server caches its "
+            f"values, so it hands out a counter from {lowest} to {next_value} next, and "
+            f"{held}: inserts may collide",
+            fix=_nocache_fix(ctx, sequence, next_value),
+            details={**details, "cached": True},
         )
 
 
-def _counter_position(
-    ctx: _Context, counter: BitReversedSequence | TableSequence | sa.Sequence
-) -> _Position:
+def _counter_position(ctx: _Context, counter: _Counter) -> _Position:
     """The counters the key's counter may hand out next, read without taking one."""
     missing = "not checked: the counter does not exist (see schema)"
-    if isinstance(counter, sa.Sequence) or (
-        isinstance(counter, BitReversedSequence) and has_sequences(ctx.dialect)
-    ):
-        sequence = counter if isinstance(counter, sa.Sequence) else counter.sequence
+    sequence = _native_counter(ctx, counter)
+    if sequence is not None:
         if not has_sequences(ctx.dialect):
             return "not checked: there are no sequences here (see schema)"
         if natively_bit_reversed(ctx.dialect) or facts(ctx.dialect).read_sequence_next is None:
@@ -1248,9 +1412,9 @@ def _counter_position(
         catalog = read_sequence_catalog(ctx.conn, sequence)
         upcoming = None if catalog is None else _native_next(ctx.conn, sequence, catalog[0])
         return missing if upcoming is None else upcoming
-    row = counter.counter if isinstance(counter, BitReversedSequence) else counter
+    row, table = _counter_row(counter)
     try:
-        next_value = read_next_value(ctx.conn, row.name, table=row.table)
+        next_value = read_next_value(ctx.conn, row, table=table)
     except SequencesTableNotFoundError:
         return missing
     return missing if next_value is None else (next_value, next_value)
@@ -1294,33 +1458,36 @@ def _largest_counter(ctx: _Context, key: _Key, skip_range: tuple[int, int] | Non
             return largest
 
 
-def _sequence_text(
-    ctx: _Context, counter: BitReversedSequence | TableSequence | sa.Sequence
-) -> str:
+def _sequence_text(ctx: _Context, counter: _Counter) -> str:
     """The native sequence behind a bit-reversed key as SQL names it here."""
     sequence = counter if isinstance(counter, sa.Sequence) else getattr(counter, "sequence", None)
     assert isinstance(sequence, sa.Sequence)
     return identifier_text(ctx.dialect, sequence.name, ctx.schema(sequence.schema))
 
 
-def _bit_reversed_fix(
-    key: _Key,
-    counter: BitReversedSequence | TableSequence | sa.Sequence,
-) -> str:
+def _bit_reversed_fix(ctx: _Context, key: _Key, counter: _Counter) -> str:
     """The migration line that moves the counter past every key's counter, never back
-    (the op reads the keys again when it runs)."""
+    (the op reads the keys again when it runs). A tenant's connection: the schemas
+    doctor read (its ``schema_translate_map``'s), named."""
     table = key.column.table
     args = [repr(counter.name), repr(table.name), repr(key.column.name)]
-    args += [f"schema={table.schema!r}"] if table.schema else []
+    schema = ctx.schema(table.schema)
+    args += [f"schema={schema!r}"] if schema else []
+    sequence = None if isinstance(counter, TableSequence) else _native_counter(ctx, counter)
     if isinstance(counter, TableSequence):
         op = "resync_bit_reversed_table_sequence"
     else:
+        # a PooledSequence's counters are its blocks' keys: moved as a native one
         op = "resync_bit_reversed_sequence"
-        sequence = counter if isinstance(counter, sa.Sequence) else counter.sequence
-        args += [f"sequence_schema={sequence.schema!r}"] if sequence.schema else []
+        declared = counter if isinstance(counter, sa.Sequence) else counter.sequence
+        sequence_schema = ctx.schema(declared.schema)
+        args += [f"sequence_schema={sequence_schema!r}"] if sequence_schema else []
     rows = getattr(counter, "table", DEFAULT_TABLE)
     args += [f"sequences_table={rows!r}"] if rows != DEFAULT_TABLE else []
-    return f"in a migration: op.{op}({', '.join(args)})"
+    fix = f"in a migration: op.{op}({', '.join(args)})"
+    if sequence is None and ctx.translate:  # its row is in the tenant's sequences table
+        fix += f"  # run with the tenant's schema_translate_map={ctx.translate!r}"
+    return fix
 
 
 def _lease_tables(ctx: _Context) -> dict[str, float | None]:
@@ -1458,12 +1625,13 @@ def _check_capabilities(ctx: _Context) -> None:
     ctx.add("capabilities", "server_uuid()", INFO, message, details={"server_uuid": server})
 
 
-def _counter_of(strategy: object) -> BitReversedSequence | TableSequence | sa.Sequence | None:
-    """The counter behind a bit-reversed key (None: not a bit-reversed key)."""
+def _counter_of(strategy: object) -> _Counter | None:
+    """The counter behind a bit-reversed key (None: not a bit-reversed key, or one of a
+    callable doctor cannot read)."""
     if isinstance(strategy, BitReversedSequence):
         return strategy
     if isinstance(strategy, BitReversed) and isinstance(
-        strategy.source, BitReversedSequence | TableSequence | sa.Sequence
+        strategy.source, BitReversedSequence | TableSequence | PooledSequence | sa.Sequence
     ):
         return strategy.source
     return None

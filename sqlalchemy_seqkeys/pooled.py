@@ -21,6 +21,7 @@ from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy_seqkeys._dialect import (
     check_identifier,
     facts,
+    family,
     identifier_text,
     incrementing_sequences,
     keyed_by_schema,
@@ -387,6 +388,19 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
                 "again. Nothing was handed out. Alter it: "
                 f"ALTER SEQUENCE {sql_name} NO CYCLE"
             )
+        if family(conn.dialect) == "postgresql":
+            from sqlalchemy_seqkeys.dialects.postgresql import read_cache
+
+            cache = read_cache(conn, self.sequence)
+            if cache is not None and cache > 1:
+                raise PooledSequenceMismatchError(
+                    f"sequence {self.name!r} has CACHE {cache} in the database: each session "
+                    f"takes {cache} blocks at once and hands them out after other sessions "
+                    "took higher ones, so blocks come back lower than blocks already received "
+                    "and a resync cannot move the ones sessions hold. Nothing was handed out. "
+                    f"Alter it: ALTER SEQUENCE {sql_name} CACHE 1, then restart the "
+                    "application (its sessions keep the values they cached until they end)"
+                )
 
     def _new_fallback(self) -> TableSequence:
         # its sequences-table row, taken in blocks committed on their own (a block

@@ -14,6 +14,7 @@ from sqlalchemy_seqkeys.dialects import (
     SequenceResync,
     Statement,
     catalog_reader,
+    sequence_name_value,
     sequence_relation,
 )
 
@@ -24,6 +25,24 @@ read_catalog = catalog_reader(
     "SELECT seqincrement, seqcycle FROM pg_catalog.pg_sequence WHERE seqrelid = to_regclass(:name)",
     "pg_sequence",
 )
+
+
+_CACHE = sa.text("SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = to_regclass(:name)")
+
+
+def read_cache(conn: sa.Connection, sequence: sa.Sequence) -> int | None:
+    """The sequence's ``CACHE`` from ``pg_sequence``; None if there is no such sequence.
+
+    Above 1, each session takes that many values at once and hands them out later,
+    below values other sessions took since: ``last_value`` then says nothing of the
+    next values, and a ``setval`` does not reach the ones sessions hold.
+
+    :param conn: a connection; the sequence's name reaches the query quoted, its schema
+        translated by the connection's ``schema_translate_map``.
+    :param sequence: the native sequence, as declared (``sa.Sequence``).
+    """
+    value = conn.execute(_CACHE, {"name": sequence_name_value(conn, sequence)}).scalar()
+    return None if value is None else int(value)
 
 
 def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> tuple[int, int]:
