@@ -76,7 +76,8 @@ def resync_of(column: sa.Column[Any], default: object) -> SeqKeysOp | None:
 
     :param column: a key column of the models, its table in the database.
     :param default: its default (a ``TableSequence``, ``PooledSequence``,
-        ``BitReversedSequence`` or ``BitReversed`` of a counter); None for another.
+        ``BitReversedSequence`` or ``BitReversed`` of a counter, a ``PooledSequence``'s
+        too); None for another.
     """
     table = column.table
     where = (table.name, column.name, table.schema)
@@ -87,7 +88,7 @@ def resync_of(column: sa.Column[Any], default: object) -> SeqKeysOp | None:
     counter = default.source if isinstance(default, BitReversed) else default
     if isinstance(counter, TableSequence):
         return ResyncBitReversedTableSequenceOp(counter.name, *where, counter.table)
-    if isinstance(counter, BitReversedSequence):
+    if isinstance(counter, BitReversedSequence | PooledSequence):  # a pooled one's: its blocks
         return ResyncBitReversedSequenceOp(counter.name, *where, counter.schema, counter.table)
     if isinstance(counter, sa.Sequence):
         return ResyncBitReversedSequenceOp(counter.name, *where, counter.schema, DEFAULT_TABLE)

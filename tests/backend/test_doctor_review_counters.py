@@ -162,3 +162,14 @@ def test_a_native_sequence_counter_on_sqlite_is_a_problem_not_a_crash(
         assert "has no sequences" in out, (out, err)
         assert "Traceback" not in err, err
         assert "NotImplementedError" not in err, err
+
+
+def test_autogenerate_resyncs_a_pooled_counter_behind_bit_reversed_keys() -> None:
+    """keys_behind lists it (above); autogenerate writes the resync doctor prints."""
+    from sqlalchemy_seqkeys.alembic.behind import resync_of
+
+    _, table, _ = _pooled_models()
+    column = table.c.id
+    resync = resync_of(column, column.default.arg)  # type: ignore[union-attr]
+    assert resync is not None
+    assert resync.render() == "op.resync_bit_reversed_sequence('dr_bp_counter', 'dr_bp', 'id')"
