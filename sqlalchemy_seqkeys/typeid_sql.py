@@ -19,7 +19,7 @@ from sqlalchemy.engine.interfaces import Dialect
 from ._dialect import family, mariadb_uuid_keeps_v7_order
 from .errors import InvalidTypeIDError
 from .typeid import TypeID, check_prefix
-from .types import CombGuid, MariaDBUuidRefusedError
+from .types import CombGuid, MariaDBUuidRefusedError, UnreadableGuidError
 
 __all__ = ["TypeIDType"]
 
@@ -212,10 +212,14 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
     ) -> Callable[[Any], TypeID | None] | None:
         inner = self._guid(dialect).dialect_impl(dialect).result_processor(dialect, coltype)
         prefix = self.prefix
+        declared = repr(self)
 
         def process(value: Any) -> TypeID | None:
             if inner is not None:
-                value = inner(value)
+                try:
+                    value = inner(value)
+                except UnreadableGuidError as exc:  # says CombGuid, the storage inside
+                    raise exc.declared_as(declared) from None
             if value is None:
                 return None
             return TypeID(prefix, value)
@@ -223,7 +227,10 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
         return process
 
     def process_result_value(self, value: Any, dialect: Dialect) -> TypeID | None:
-        guid = self._guid(dialect).process_result_value(value, dialect)
+        try:
+            guid = self._guid(dialect).process_result_value(value, dialect)
+        except UnreadableGuidError as exc:  # says CombGuid, the storage inside
+            raise exc.declared_as(repr(self)) from None
         return None if guid is None else TypeID(self.prefix, guid)
 
 

@@ -332,7 +332,7 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
             pass
         if guid is not None:
             return guid
-        raise _UnreadableGuidError.of(value, repr(self), dialect.name)
+        raise UnreadableGuidError.of(value, repr(self), dialect.name)
 
 
 class _ComparedCombGuid(CombGuid):
@@ -361,19 +361,27 @@ def _not_a_guid(value: object, declared: str, dialect_name: str, column: str | N
     )
 
 
-class _UnreadableGuidError(InvalidGuidError):
-    """A stored value that is no GUID: :class:`_ReadNamingColumn` names its column."""
+class UnreadableGuidError(InvalidGuidError):
+    """A stored value that is no GUID: :class:`_ReadNamingColumn` names its column.
+
+    Public in the package, not in ``__all__``: ``TypeIDType`` catches it to name itself.
+    """
 
     value: object = None
     declared: str = "CombGuid()"
     dialect_name: str = ""
 
     @classmethod
-    def of(cls, value: object, declared: str, dialect_name: str) -> _UnreadableGuidError:
+    def of(cls, value: object, declared: str, dialect_name: str) -> UnreadableGuidError:
         # the message is the only argument: the error pickles as any other
         error = cls(_not_a_guid(value, declared, dialect_name, None))
         error.value, error.declared, error.dialect_name = value, declared, dialect_name
         return error
+
+    def declared_as(self, declared: str) -> UnreadableGuidError:
+        """The same error, saying the column is declared ``declared`` (a type wrapping
+        CombGuid, such as ``TypeIDType(prefix='user')``, names itself)."""
+        return self.of(self.value, declared, self.dialect_name)
 
     def naming(self, column: str) -> InvalidGuidError:
         """The same error, naming ``column`` ("table.column")."""
@@ -409,7 +417,7 @@ class _ReadNamingColumn(sqltypes.TypeDecorator[Any]):
         def process(value: Any) -> Any:
             try:
                 return read(value)
-            except _UnreadableGuidError as exc:
+            except UnreadableGuidError as exc:
                 raise exc.naming(column) from None
 
         return process
