@@ -398,7 +398,16 @@ class OpaqueBigint:
 
         public = OpaqueBigint(settings.PUBLIC_ID_KEY)  # 32 bytes, kept secret
         body = {"id": str(public.encode(tweet.id))}  # no timestamp inside
+        # request_id is text: int() alone also reads "+n", " n ", "1_0" and other
+        # scripts' digits, so many spellings would name one tweet. ASCII digits only:
+        if not (request_id.isascii() and request_id.isdigit() and len(request_id) <= 20):
+            raise NotFound(request_id)
         tweet = session.get(Tweet, public.decode(int(request_id)))
+
+    ``decode`` raises :class:`~sqlalchemy_seqkeys.InvalidOpaqueIdError` for a
+    number of more than ``bits`` bits. In a pydantic model, or a FastAPI
+    parameter, ``Annotated[int, IdBits(63, as_string=True)]``
+    (:mod:`sqlalchemy_seqkeys.pydantic`) reads the text as strictly.
     """
 
     __slots__ = ("_ff1", "bits")
