@@ -1107,10 +1107,9 @@ def _session_cache(ctx: _Context, key: _Key, sequence: sa.Sequence) -> bool:
     values other sessions took since: the value doctor reads says nothing of them, and a
     resync (a setval) does not reach them. The library creates its sequences CACHE 1.
     """
-    if family(ctx.dialect) != "postgresql":
+    read_cache = facts(ctx.dialect).read_session_cache
+    if read_cache is None:
         return False
-    from .dialects.postgresql import read_cache
-
     cache = read_cache(ctx.conn, sequence)
     if cache is None or cache <= 1:
         return False

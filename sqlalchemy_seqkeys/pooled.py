@@ -21,7 +21,6 @@ from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy_seqkeys._dialect import (
     check_identifier,
     facts,
-    family,
     identifier_text,
     incrementing_sequences,
     keyed_by_schema,
@@ -44,6 +43,7 @@ from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, r
 from sqlalchemy_seqkeys.sequences._contract import (
     NOT_GIVEN,
     NativeOrRowSequence,
+    OwnSequence,
     Unset,
     deprecated_factory,
     resolve_alias,
@@ -221,7 +221,7 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
         self._place(schema, table, metadata)
         self.fallback = self._new_fallback()
         self.table = self.fallback.table
-        self.sequence = sa.Sequence(
+        self.sequence = OwnSequence(
             name, start=self.start, increment=self.allocation_size, schema=schema
         )
         self._select_next = keyed_by_schema(sa.select(self.sequence.next_value()), self.sequence)
@@ -388,9 +388,8 @@ class PooledSequence(NativeOrRowSequence, PositionalDefault):
                 "again. Nothing was handed out. Alter it: "
                 f"ALTER SEQUENCE {sql_name} NO CYCLE"
             )
-        if family(conn.dialect) == "postgresql":
-            from sqlalchemy_seqkeys.dialects.postgresql import read_cache
-
+        read_cache = facts(conn.dialect).read_session_cache
+        if read_cache is not None:
             cache = read_cache(conn, self.sequence)
             if cache is not None and cache > 1:
                 raise PooledSequenceMismatchError(

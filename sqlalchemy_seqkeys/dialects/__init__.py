@@ -183,6 +183,9 @@ BlockStatement = Callable[["sa.Sequence", int], "sa.Select[Any]"]
 #: (given its increment), read without calling it: the same twice where the
 #: engine stores the next value, a range where the server caches values; None: not known
 NextValueReader = Callable[["sa.Connection", "sa.Sequence", int], "tuple[int, int] | None"]
+#: how many values each session of the server takes of a native sequence at once
+#: (its ``CACHE``); None: no such sequence
+SessionCacheReader = Callable[["sa.Connection", "sa.Sequence"], "int | None"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,6 +227,9 @@ class DialectFacts:
     resync_statements: ResyncBuilder | None = None
     #: reads what a native sequence hands out next (doctor); None: not known here
     read_sequence_next: NextValueReader | None = None
+    #: reads a native sequence's per-session cache (above 1, sessions hand out values
+    #: below the ones others took since); None: the engine has no per-session cache
+    read_session_cache: SessionCacheReader | None = None
     #: fetches a block of a native sequence's values in one statement
     #: (bit-reversed sequences); None: one statement per value
     sequence_block: BlockStatement | None = None

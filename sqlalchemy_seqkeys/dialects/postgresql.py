@@ -113,6 +113,7 @@ FACTS = DialectFacts(
     read_sequence_catalog=read_catalog,
     resync_statements=resync_statements,
     read_sequence_next=read_next,
+    read_session_cache=read_cache,
     sequence_block=sequence_block,
     now_ms_sql="CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
     identifier_bytes=63,  # NAMEDATALEN - 1; longer ones are cut there, silently

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, Protocol, TypeVar, r
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine.mock import MockConnection
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateSequence, DropSequence
 
 from sqlalchemy_seqkeys._dialect import (
@@ -38,6 +39,7 @@ from .table import block_holders, drop_table_sequence, native_key, sequences_tab
 if TYPE_CHECKING:
     from sqlalchemy.engine.default import DefaultExecutionContext
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+    from sqlalchemy.sql.compiler import DDLCompiler
 
     from .generators import TableSequence
 
@@ -45,6 +47,7 @@ __all__ = [
     "NOT_GIVEN",
     "KeySequence",
     "NativeOrRowSequence",
+    "OwnSequence",
     "SequenceContract",
     "Unset",
     "create_native",
@@ -162,6 +165,27 @@ def deprecated_factory(
         return_annotation=new
     )
     return factory
+
+
+class OwnSequence(sa.Sequence):
+    """The native sequence behind a :class:`PooledSequence` or :class:`BitReversedSequence`.
+
+    MariaDB makes it ``NOCACHE``: under its default ``CACHE 1000`` the stored next
+    value runs up to 1,000 steps ahead of the one ``NEXTVAL`` hands out next, which
+    no statement can read, so ``doctor`` could not tell imported keys from the
+    sequence's own. Each ``NEXTVAL`` then writes that row: once per block.
+    PostgreSQL's default cache (1) needs nothing.
+    """
+
+
+@compiles(CreateSequence, "mariadb")
+@compiles(CreateSequence, "mysql")
+def _create_sequence_mysql(create: CreateSequence, compiler: DDLCompiler, **kw: Any) -> str:
+    text: str = compiler.visit_create_sequence(create, **kw)  # type: ignore[no-untyped-call]
+    sequence = create.element
+    if isinstance(sequence, OwnSequence) and sequence.cache is None:
+        text += " NOCACHE"
+    return text
 
 
 def native_exists(conn: sa.Connection, sequence: sa.Sequence) -> bool:

@@ -460,24 +460,37 @@ def test_a_sequences_table_of_version_0_1(engines: Any) -> None:
     assert "in a migration: op.make_sequence_names_case_sensitive('sequences')" in fixes
 
 
-def test_a_cached_mariadb_sequence_is_never_called_ahead_of_an_import(engines: Any) -> None:
-    """MariaDB caches 1,000 values of a sequence: its row holds the value after the cache.
+def test_a_mariadb_sequence_behind_an_import_is_read_exactly_or_flagged_when_cached(
+    engines: Any,
+) -> None:
+    """MariaDB's row of a sequence holds the value after its cache, which no one can read.
 
-    After one block was taken and rows were imported with keys inside the cache,
-    the next block would collide; doctor must not report the sequence ahead.
+    The library creates its sequences ``NOCACHE``: after one block was taken and rows
+    were imported past it, doctor reads the exact next block and names the resync.
+    A sequence given a cache by hand (MariaDB's default, 1,000) is a problem while
+    the keys reach into that cache (doctor cannot tell imported keys from its own),
+    fixed by ``NOCACHE``; never reported ahead or skipped as healthy.
     """
     with fresh_engine(engines, "mysql") as (engine, _):
         models = make_models()
-        create(engine, models)  # the first block: 1 to 10; the row says 10001
+        create(engine, models)  # the first block: 1 to 10; the row says 11
         with engine.begin() as conn:
             conn.execute(sa.insert(models.items), [{"id": i} for i in range(100, 5001)])
         found = {(f.check, f.subject): f for f in doctor(engine, models.metadata).findings}
         behind = found[("behind", "doc_items.id")]
-        assert behind.status == "skipped", behind
-        assert "11" in behind.message, behind.message
-        assert "10001" in behind.message, behind.message
+        assert behind.status == "problem", behind
+        assert behind.details == {"next_value": 11, "max_key": 5000}, behind
+        assert "resync" in behind.fix, behind.fix
+        with engine.begin() as conn:
+            conn.execute(sa.text("ALTER SEQUENCE doc_item_id CACHE 1000"))
+            assert conn.scalar(sa.text("SELECT NEXTVAL(doc_item_id)")) == 11  # the row: 10011
+        found = {(f.check, f.subject): f for f in doctor(engine, models.metadata).findings}
+        behind = found[("behind", "doc_items.id")]
+        assert behind.status == "problem", behind
+        assert "may collide" in behind.message, behind.message
+        assert behind.fix.startswith("ALTER SEQUENCE doc_item_id NOCACHE"), behind.fix
         with engine.begin() as conn:  # the block the next process takes collides
-            assert conn.scalar(sa.text("SELECT NEXTVAL(doc_item_id)")) == 11
+            assert conn.scalar(sa.text("SELECT NEXTVAL(doc_item_id)")) == 21
 
 
 def test_doctor_in_the_callers_transaction_leaves_it_to_the_caller(
