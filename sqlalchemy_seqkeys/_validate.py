@@ -136,9 +136,10 @@ def check_int(
         >>> check_int(5, "batch_size", SeqKeysError, min=1)
         5
     """
-    is_int = isinstance(value, int) and not isinstance(value, bool)
-    if is_int and (min is None or value >= min) and (max is None or value <= max):  # type: ignore[operator]
-        return value  # type: ignore[return-value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = int(value)  # an int subclass's own value: its operators may say otherwise
+        if (min is None or number >= min) and (max is None or number <= max):
+            return number
     if min is not None and max is not None:
         wanted = f"an int from {min} to {max}"
     elif min is not None:
