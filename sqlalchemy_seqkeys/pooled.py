@@ -519,11 +519,16 @@ def resync_pooled_statements(
             "takes values"
         )
     check_identifier(dialect, name, "sequence name", InvalidSequenceError)
+    check_name_arg(sequence_schema, "sequence_schema", InvalidSequenceError, nullable=True)
     if sequence_schema is not None:
         check_identifier(dialect, sequence_schema, "sequence_schema", InvalidSequenceError)
     value_schema = sequence_schema
     if schema_translate_map and sequence_schema in schema_translate_map:
         value_schema = schema_translate_map[sequence_schema]
+        what = f"schema_translate_map[{sequence_schema!r}]"
+        check_name_arg(value_schema, what, InvalidSequenceError, nullable=True)
+        if value_schema is not None:
+            check_identifier(dialect, value_schema, what, InvalidSequenceError)
     sequence = sa.Sequence(name, schema=sequence_schema)
     return build(_Resync(dialect, sequence, identifier_text(dialect, name, value_schema), top))
 
