@@ -1251,7 +1251,8 @@ NOT_GENERATED = {
     },
     **{
         ("UnsignedBigInteger.process_bind_param", param): "SQLAlchemy passes the value "
-        "bound (any other than an int goes to the driver as it is) and its Dialect"
+        "bound (anything but an int from 0 to 2**64 - 1 or None raises InvalidSnowflakeError: "
+        "tests/backend/test_ids_review_unsigned.py) and its Dialect"
         for param in ("value", "dialect")
     },
     ("DecodedSnowflake", "*"): "a NamedTuple of decode()'s results, not an input",
