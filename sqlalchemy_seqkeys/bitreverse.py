@@ -13,6 +13,7 @@ User guide: docs/strategies/bit-reversed.md.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any, TypeGuard, TypeVar
 
 import sqlalchemy as sa
@@ -25,6 +26,7 @@ from sqlalchemy_seqkeys._aio import pause
 from sqlalchemy_seqkeys._dialect import (
     facts,
     has_sequences,
+    identifier_text,
     keyed_by_schema,
     natively_bit_reversed,
 )
@@ -160,6 +162,9 @@ class BitReversed:
             )
         self.source = source
         self.skip_range = _check_skip_range(skip_range)
+        #: per pool and tenant where there are native sequences: whether the catalog was
+        #: checked, and (BitReversedSequence, batch_size > 1) the block held
+        self._blocks: BlockStore[_Block | None] = BlockStore(_new_block)
 
     def __repr__(self) -> str:
         skip = f", skip_range={self.skip_range}" if self.skip_range else ""
@@ -202,8 +207,57 @@ class BitReversed:
                     "BitReversed(TableSequence(name, mode=...)), or declare "
                     "BitReversedSequence(name), which uses one there"
                 )
+            state = self._blocks.of(conn)
+            if state is not None and not state.checked:
+                state.checked = _check_catalog(conn, source, repr(self), increment=None)
             return _next_from_sequence(conn, source)
         return reverse_bits(int(source(context)))
+
+
+def _check_catalog(
+    conn: sa.Connection,
+    sequence: sa.Sequence,
+    declared: str,
+    *,
+    increment: int | None,
+    own: bool = False,
+) -> bool:
+    """Refuse native ``sequence`` if it cycles, or (``increment``) counts by another step.
+
+    A cycling sequence hands its counters, so its keys, out again after its
+    MAXVALUE. True: checked (or this library does not know the engine's catalog);
+    False: there is no such sequence, and taking a value from it says so.
+    ``own``: in :func:`_own_transaction`, where a database error is raised as it is.
+    """
+    read = facts(conn.dialect).read_sequence_catalog
+    if read is None or natively_bit_reversed(conn.dialect):  # Spanner's own kind of sequence
+        return True
+    try:
+        found = read(conn, sequence)
+    except statement_errors() as exc:
+        if own and _runs_again(exc):
+            raise
+        what = f"reading sequence {sequence.name!r} in the catalog"
+        raise _statement_error(exc, sequence.name, what) from exc
+    if found is None:
+        return False
+    step, cycles = found
+    sql_name = identifier_text(conn.dialect, sequence.name, sequence.schema)
+    if cycles:
+        raise InvalidBitReversalError(
+            f"sequence {sequence.name!r} of {declared} cycles: after its MAXVALUE it would "
+            "hand out its counters again, so the same keys. Nothing was handed out. Alter it: "
+            f"ALTER SEQUENCE {sql_name} NO CYCLE"
+        )
+    if increment is not None and step != increment:
+        raise InvalidBitReversalError(
+            f"sequence {sequence.name!r} has INCREMENT BY {step} in the database, but "
+            f"{declared} counts its counters one by one (INCREMENT BY {increment}), as "
+            "Spanner's bit_reversed_positive sequence does: its values would not be "
+            f"Spanner's. Nothing was handed out. Alter it: ALTER SEQUENCE {sql_name} "
+            f"INCREMENT BY {increment}"
+        )
+    return True
 
 
 def _statement_error(exc: BaseException, name: str, what: str) -> SeqKeysError:
@@ -318,15 +372,29 @@ def _no_sequence_engine(exc: sa.exc.DBAPIError) -> bool:
     return "seq_1_to_" in text and ("1146" in text or "doesn't exist" in text)
 
 
+def _check_distinct(counters: list[int], name: str, batch_size: int) -> None:
+    """Refuse a block whose ``counters`` (sorted) are not distinct: none of them is handed out."""
+    if any(low >= high for low, high in pairwise(counters)):
+        raise InvalidBitReversalError(
+            f"sequence {name!r} returned counters that are not distinct for one block of "
+            f"{batch_size}: it would hand out the same keys twice (a sequence that cycles, or "
+            "was altered meanwhile). Nothing of the block was handed out. Check it: NO CYCLE, "
+            "INCREMENT BY 1"
+        )
+
+
 class _Block(Blocks):
     """The values of one bit-reversed sequence this process holds for one database and tenant."""
 
-    __slots__ = ("build",)
+    __slots__ = ("build", "checked")
 
     def __init__(self, build: BlockStatement | None) -> None:
         super().__init__()
         #: the statement that fetches a block here; None: one value per statement
         self.build = build
+        #: the native sequence's catalog agreed: no CYCLE (a BitReversedSequence's: INCREMENT
+        #: BY 1 too); asked once per pool and tenant, a refusal is not remembered
+        self.checked = False
 
 
 def _new_block(bind: sa.Engine | sa.Connection, owner: object) -> _Block | None:
@@ -458,9 +526,7 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
             schema=schema,
         )
         self.counter = self._new_counter()
-        super().__init__(self.sequence, skip_range=skip_range)
-        #: per pool and tenant, with batch_size > 1; None without native sequences
-        self._blocks = BlockStore(_new_block)
+        super().__init__(self.sequence, skip_range=skip_range)  # its _blocks too
         self._hold_blocks()
         if metadata is not None:
             self.attach(metadata)
@@ -491,9 +557,14 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
 
     def _value(self, conn: sa.Connection, own: bool = False) -> int:
         """One value, on ``conn``; ``own``: in :func:`_own_transaction` (database errors raw)."""
-        if self.batch_size > 1:
-            state = self._blocks.of(conn)
-            if state is not None:
+        state = self._blocks.of(conn)
+        if state is not None:  # a native sequence
+            if not state.checked:
+                self._check_identifiers(conn.dialect)
+                state.checked = _check_catalog(
+                    conn, self.sequence, repr(self), increment=1, own=own
+                )
+            if self.batch_size > 1:
                 return self._take(conn, state, own)
         return self._skipping(lambda: self._draw_on(conn, own))
 
@@ -550,6 +621,7 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
             counters = sorted(reverse_bits(int(v)) for v in raw)  # its own inverse
         else:
             counters = sorted(int(v) for v in raw)
+        _check_distinct(counters, self.name, self.batch_size)
         values = [reverse_bits(c) for c in counters]
         if self.skip_range is not None:  # as Spanner: a skipped counter is consumed
             low, high = self.skip_range
