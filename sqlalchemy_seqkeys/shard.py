@@ -28,7 +28,7 @@ from sqlalchemy.engine import CreateEnginePlugin
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateColumn
-from sqlalchemy.sql.compiler import DDLCompiler
+from sqlalchemy.sql.compiler import DDLCompiler, SQLCompiler
 
 from sqlalchemy_seqkeys._columns import converts
 from sqlalchemy_seqkeys._compat import (
@@ -220,18 +220,21 @@ def spanner_string(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        if not -(2**63) <= value < 2**63:
+        # its number: an int subclass's own str() (an (int, Enum) member's 'Status.ACTIVE',
+        # any IntEnum's on Python 3.10) is not what Spanner's CAST gives of the INT64
+        number = int(value)
+        if not -(2**63) <= number < 2**63:
             raise InvalidShardError(
-                f"cannot hash {value}: Spanner's INT64 holds -2**63 to 2**63 - 1, so no row "
+                f"cannot hash {number}: Spanner's INT64 holds -2**63 to 2**63 - 1, so no row "
                 "there has that key"
             )
-        return str(value)
+        return str(number)
     if isinstance(value, str):
-        return value
+        return str.__str__(value)  # its text: a (str, Enum) member's str() is its name
     if isinstance(value, datetime):
         return _timestamp_text(value)
     if isinstance(value, date):
-        return value.isoformat()
+        return date.isoformat(value)  # a subclass's own isoformat() is not Spanner's
     if value is None:
         raise InvalidShardError(
             "cannot hash NULL: Spanner's CONCAT of a NULL is NULL, and so is the shard id; "
@@ -256,8 +259,10 @@ def _stored_otherwise(key: str, value: object, column: str, detail: str) -> Inva
 
 
 def _string_text(value: Any, key: str) -> str:
-    if type(value) is str or isinstance(value, str):
+    if type(value) is str:
         return value
+    if isinstance(value, str):
+        return str.__str__(value)  # its text, which the column stores
     raise _stored_otherwise(key, value, "a String", "pass a str, the text it is to store")
 
 
@@ -279,7 +284,7 @@ def _boolean_text(value: Any, key: str) -> str:
 
 def _date_text(value: Any, key: str) -> str:
     if isinstance(value, date) and not isinstance(value, datetime):
-        return value.isoformat()
+        return date.isoformat(value)
     raise _stored_otherwise(
         key,
         value,
@@ -413,7 +418,8 @@ class ShardId:
 
     def __repr__(self) -> str:
         names = ", ".join(repr(c) for c in self.columns)
-        return f"ShardId({names}, shards={self.shards})"
+        non_negative = ", non_negative=True" if self.non_negative else ""
+        return f"ShardId({names}, shards={self.shards}{non_negative})"
 
     def of(self, *values: object) -> int:
         """The shard id of one row's key values, given in the column order.
@@ -588,21 +594,105 @@ def _row_shard(row: Mapping[str, Any], shard_column: _ShardColumn) -> int:
     return value
 
 
-def _filled(row: Mapping[str, Any], shards: list[_ShardColumn]) -> dict[str, Any]:
+def _filled(
+    row: Mapping[str, Any],
+    shards: list[_ShardColumn],
+    inserted: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``row`` with its shard ids; ``inserted``: the row as the INSERT stores it, which
+    they hash (the statement's ``.values()`` under ``row``), else ``row`` itself."""
     out = dict(row)
+    seen = out if inserted is None else dict(inserted)
     for shard_column in shards:
-        out[shard_column[0]] = _row_shard(out, shard_column)
+        out[shard_column[0]] = seen[shard_column[0]] = _row_shard(seen, shard_column)
     return out
 
 
-def _left_out(row: Mapping[str, Any], shards: list[_ShardColumn]) -> dict[str, Any]:
-    """``row`` without the shard ids given by hand, each checked: the server computes them."""
+def _filled_rows(
+    conn: sa.Connection,
+    statement: sa.Insert,
+    rows: Sequence[Mapping[str, Any]],
+    shards: list[_ShardColumn],
+) -> list[dict[str, Any]]:
+    """The execute() parameters ``rows`` of ``statement``, each with its shard ids."""
+    inserted = _inserted_rows(conn, statement, rows, shards) if insert_values(statement) else None
+    if inserted is None:
+        return [_filled(row, shards) for row in rows]
+    return [_filled(row, shards, seen) for row, seen in zip(rows, inserted, strict=True)]
+
+
+def _inserted_rows(
+    conn: sa.Connection,
+    statement: sa.Insert,
+    rows: Sequence[Mapping[str, Any]],
+    shards: list[_ShardColumn],
+) -> list[dict[str, Any]] | None:
+    """Each of ``rows`` merged with ``insert(t).values(...)`` as SQLAlchemy merges them.
+
+    A column of ``.values()`` takes its bound value, unless the parameters name its
+    bind (the column's key for a plain value, the name of a ``bindparam``): the
+    parameters win, as in SQLAlchemy, which is asked (the compiled statement's
+    bind names and parameters). None: nothing to merge (rows of ``.values([...])``,
+    which SQLAlchemy refuses with parameters).
+    """
+    values = insert_values(statement)
+    if not values or insert_multi_values(statement):
+        return None
+    compiled = statement.compile(dialect=conn.dialect, column_keys=list(rows[0]) if rows else [])
+    if not isinstance(compiled, SQLCompiler):  # pragma: no cover - an INSERT's is one
+        return None
+    names = {bind.key: name for bind, name in compiled.bind_names.items()}
+    hashed = {column for _, shard, _ in shards for column in shard.columns}
+    binds: dict[str, str] = {}
+    for key, value in values.items():
+        column = _value_key(key)
+        if isinstance(value, sa.BindParameter) and value.key in names:
+            binds[column] = names[value.key]
+        elif column in hashed:
+            raise InvalidShardError(
+                f"cannot hash column {column!r}: its value is an SQL expression, not a value"
+            )
+    inserted = []
+    for row in rows:
+        try:
+            bound = compiled.construct_params(dict(row), escape_names=False)
+        except sa.exc.InvalidRequestError:  # a bindparam with no value: SQLAlchemy says so
+            return None
+        merged = dict(row)
+        merged.update({column: bound[bind] for column, bind in binds.items() if bind in bound})
+        inserted.append(merged)
+    return inserted
+
+
+def _left_out(
+    row: Mapping[str, Any],
+    shards: list[_ShardColumn],
+    inserted: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``row`` without the shard ids given by hand, each checked: the server computes them.
+
+    ``inserted``: the row as the INSERT stores it (as for :func:`_filled`).
+    """
     out = dict(row)
+    seen = out if inserted is None else inserted
     for shard_column in shards:
         if shard_column[0] in out:
-            _row_shard(out, shard_column)
+            _row_shard(seen, shard_column)
             del out[shard_column[0]]
     return out
+
+
+def _left_out_rows(
+    conn: sa.Connection,
+    statement: sa.Insert,
+    rows: Sequence[Mapping[str, Any]],
+    shards: list[_ShardColumn],
+) -> list[dict[str, Any]]:
+    """The execute() parameters ``rows`` of ``statement``, each without its shard ids."""
+    inserted = _inserted_rows(conn, statement, rows, shards) if insert_values(statement) else None
+    if inserted is None:
+        return [_left_out(row, shards) for row in rows]
+    return [_left_out(row, shards, seen) for row, seen in zip(rows, inserted, strict=True)]
 
 
 #: what a ``before_execute`` listener returns: the statement and its parameters
@@ -639,9 +729,9 @@ def _shard_listener(*, implicit: bool) -> Callable[..., _Execution]:
                 _warn_not_opted_in(engine, statement, "checked (and left out, for the server)")
             return left_out
         if multiparams:
-            filled = statement, [_filled(row, shards) for row in multiparams], params
+            filled = statement, _filled_rows(conn, statement, multiparams, shards), params
         elif params:
-            filled = statement, multiparams, _filled(params, shards)
+            filled = statement, multiparams, _filled_rows(conn, statement, [params], shards)[0]
         else:
             filled = _filled_statement(statement, shards), multiparams, params
         if engine is not None and engine not in _warned:
@@ -670,11 +760,11 @@ def _given_left_out(
     if multiparams:
         if not any(key in row for row in multiparams for key in keys):
             return None
-        return statement, [_left_out(row, shards) for row in multiparams], params
+        return statement, _left_out_rows(conn, statement, multiparams, shards), params
     if params:
         if not any(key in params for key in keys):
             return None
-        return statement, multiparams, _left_out(params, shards)
+        return statement, multiparams, _left_out_rows(conn, statement, [params], shards)[0]
     given = insert_multi_values(statement).intersection(keys)
     if given:
         raise InvalidShardError(
