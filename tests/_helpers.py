@@ -97,7 +97,9 @@ def in_forked_child(
             )
         finally:
             os.close(read_fd)
-            _reap(pid)
+            status = _reap(pid)
+        if data == "" and status != "exit code 0":  # it started, then died without a word
+            pytest.fail(f"the forked child started, then ended without a word ({status})")
         if data is not None:
             if hangs:
                 message = _HUNG_AFTER_START.format(n=len(hangs), said=hangs[0])
@@ -132,6 +134,7 @@ def report_from_child(
     child: Callable[[], str], read_fd: int, write_fd: int, start_ns: int | None = None
 ) -> NoReturn:  # pragma: no cover - runs in the child
     """In a forked child: run ``child``, write its text (or its exception's) to the pipe, exit."""
+    code = 71  # replaced once the child's text is written
     try:
         os.close(read_fd)
         _hand_over_the_gil()
@@ -145,14 +148,17 @@ def report_from_child(
             wait_until(start_ns)
         try:
             text = child()
-        except Exception as exc:  # reported to the parent as text
+        except BaseException as exc:  # SystemExit, pytest outcomes too
             text = f"{type(exc).__name__}: {exc}"
         faulthandler.unregister(signal.SIGUSR1)
         view = memoryview(text.encode())
         while view:
             view = view[os.write(write_fd, view) :]
+        code = 0
+    except BaseException:  # the write failed: the exit code says so
+        code = 70
     finally:
-        os._exit(0)
+        os._exit(code)
 
 
 def _hand_over_the_gil() -> None:  # pragma: no cover - runs in the child
@@ -173,15 +179,20 @@ def _hand_over_the_gil() -> None:  # pragma: no cover - runs in the child
     thread.join()
 
 
-def _reap(pid: int) -> None:
-    """Wait for a forked child; one still running after ``CHILD_DEADLINE_S`` is killed."""
+def _reap(pid: int) -> str:
+    """Wait for a forked child (one still running after ``CHILD_DEADLINE_S`` is killed);
+    how it ended: ``"exit code N"`` or ``"signal SIGxxx"``."""
     deadline = time.monotonic() + CHILD_DEADLINE_S
-    while not os.waitpid(pid, os.WNOHANG)[0]:
+    while not (reaped := os.waitpid(pid, os.WNOHANG))[0]:
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return
+            reaped = os.waitpid(pid, 0)
+            break
         time.sleep(0.01)
+    status = reaped[1]
+    if os.WIFSIGNALED(status):
+        return f"signal {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
 def read_from_child(
