@@ -43,6 +43,7 @@ from sqlalchemy_seqkeys.sequences._allocator import Block, Blocks, BlockStore, v
 from sqlalchemy_seqkeys.sequences._contract import (
     NOT_GIVEN,
     NativeOrRowSequence,
+    OwnSequence,
     Unset,
     deprecated_factory,
     resolve_alias,
@@ -325,8 +326,9 @@ def _own_transaction(
     return retrying(attempt, what=doing, sleep=pause)
 
 
-class _NativeBitReversedSequence(sa.Sequence):
-    """The native sequence behind a BitReversedSequence; Spanner's DDL carries its options."""
+class _NativeBitReversedSequence(OwnSequence):
+    """The native sequence behind a BitReversedSequence; Spanner's DDL carries its options
+    (MariaDB's is NOCACHE, as every :class:`OwnSequence`)."""
 
     def __init__(
         self,

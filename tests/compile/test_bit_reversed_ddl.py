@@ -35,7 +35,8 @@ EXPECTED = {
     "start_with_counter = 1000, skip_range_min = 1, skip_range_max = 99999)",
     # elsewhere a plain counter: the reversal and the skip range are applied in Python
     "postgresql": "CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1",
-    "mariadb": "CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1",
+    # MariaDB's NOCACHE: its row is then the next value, which doctor reads
+    "mariadb": "CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1 NOCACHE",
     "mssql": "CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1",
     "oracle": "CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1",
 }
@@ -176,5 +177,8 @@ def test_create_all_offline_creates_what_the_engine_will_use(name: str, native: 
     order_id = BitReversedSequence("order_id", start=1000, metadata=metadata)
     sa.Table("orders", metadata, sa.Column("id", sa.BigInteger, default=order_id))
     ddl = ddl_of_create_all(name, metadata)
-    assert ("CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1" in ddl) is native
+    assert (
+        any(s.startswith("CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1") for s in ddl)
+        is native
+    )
     assert any(s.startswith("INSERT INTO sequences ") for s in ddl) is not native

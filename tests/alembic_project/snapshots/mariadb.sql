@@ -13,7 +13,7 @@ CREATE TABLE sequences (
 
 INSERT INTO sequences (name, next_value) VALUES ('invoice_no', 1000);
 
-CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1;
+CREATE SEQUENCE order_id START WITH 1000 MINVALUE 1 NOCACHE;
 
 CREATE TABLE seqkeys_workers (
     worker_id INTEGER NOT NULL, 
