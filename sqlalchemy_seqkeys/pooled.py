@@ -645,6 +645,13 @@ def _resync(
         for statement in first:
             conn.execute(statement)
         value = conn.execute(move).scalar()
+    except sa.exc.DataError as exc:  # PostgreSQL: past the sequence's MAXVALUE
+        raise SequenceExhaustedError(
+            f"the table's keys are past the MAXVALUE of sequence {name!r}: it cannot move "
+            f"past them, and nothing was changed. Raise it (ALTER SEQUENCE "
+            f"{identifier_text(conn.dialect, name, sequence_schema)} NO MAXVALUE), then "
+            "resync again"
+        ) from exc
     except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
         raise_if_source_missing(conn, sa.select(keys), name, exc)  # InvalidSequenceError
         raise

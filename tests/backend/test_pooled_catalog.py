@@ -16,7 +16,7 @@ from sqlalchemy_seqkeys import (
     SequenceExhaustedError,
     SequenceNotFoundError,
 )
-from tests.backend._pooled import SIZE, TABLE, execute, make_model
+from tests.backend._pooled import ROWS, SIZE, TABLE, execute, make_model
 
 pytestmark = pytest.mark.backend
 
@@ -73,3 +73,29 @@ def test_a_block_past_bigint_is_refused(native_engine: Engine) -> None:
     # then the sequence itself has no value left (PostgreSQL 2200H, MariaDB 4084)
     with pytest.raises(SequenceExhaustedError, match="no value left"):
         sequence.next_value(native_engine)
+
+
+def test_a_resync_past_the_sequences_maxvalue_is_refused_or_exhausted(
+    native_engine: Engine,
+) -> None:
+    """Keys past the sequence's MAXVALUE: PostgreSQL's setval refuses, and the resync says
+    so (nothing changed); MariaDB's SETVAL moves it there, and its next block is refused as
+    exhausted. Never a key from below the table's keys."""
+    from sqlalchemy_seqkeys import resync_pooled_sequence
+
+    name = "seqkeys_pooled_native"
+    sequence = PooledSequence(name, SIZE, table=TABLE)
+    row_cls, metadata = make_model(sequence)
+    metadata.create_all(native_engine)
+    execute(native_engine, f"ALTER SEQUENCE {name} MAXVALUE 1000")
+    with Session(native_engine) as session:
+        session.add(row_cls(id=5000, note="imported"))
+        session.commit()
+    if native_engine.dialect.name == "postgresql":
+        with pytest.raises(SequenceExhaustedError, match=r"past the MAXVALUE .*NO MAXVALUE"):
+            resync_pooled_sequence(native_engine, name, ROWS, "id")
+        assert raw_nextval(native_engine, name) == 1  # nothing was changed
+    else:
+        assert resync_pooled_sequence(native_engine, name, ROWS, "id") == 5001
+        with pytest.raises(SequenceExhaustedError, match="no value left"):
+            sequence.next_value(native_engine)
