@@ -608,17 +608,21 @@ def _filled(
     return out
 
 
-def _filled_rows(
+def _each_row(
     conn: sa.Connection,
     statement: sa.Insert,
     rows: Sequence[Mapping[str, Any]],
     shards: list[_ShardColumn],
+    each: Callable[
+        [Mapping[str, Any], list[_ShardColumn], Mapping[str, Any] | None], dict[str, Any]
+    ],
 ) -> list[dict[str, Any]]:
-    """The execute() parameters ``rows`` of ``statement``, each with its shard ids."""
+    """``each`` (:func:`_filled` or :func:`_left_out`) of the execute() parameters ``rows``
+    of ``statement``, given each row as the INSERT stores it where ``.values()`` has some."""
     inserted = _inserted_rows(conn, statement, rows, shards) if insert_values(statement) else None
     if inserted is None:
-        return [_filled(row, shards) for row in rows]
-    return [_filled(row, shards, seen) for row, seen in zip(rows, inserted, strict=True)]
+        return [each(row, shards, None) for row in rows]
+    return [each(row, shards, seen) for row, seen in zip(rows, inserted, strict=True)]
 
 
 def _inserted_rows(
@@ -682,19 +686,6 @@ def _left_out(
     return out
 
 
-def _left_out_rows(
-    conn: sa.Connection,
-    statement: sa.Insert,
-    rows: Sequence[Mapping[str, Any]],
-    shards: list[_ShardColumn],
-) -> list[dict[str, Any]]:
-    """The execute() parameters ``rows`` of ``statement``, each without its shard ids."""
-    inserted = _inserted_rows(conn, statement, rows, shards) if insert_values(statement) else None
-    if inserted is None:
-        return [_left_out(row, shards) for row in rows]
-    return [_left_out(row, shards, seen) for row, seen in zip(rows, inserted, strict=True)]
-
-
 #: what a ``before_execute`` listener returns: the statement and its parameters
 _Execution = tuple[Any, Sequence[Mapping[str, Any]], Mapping[str, Any]]
 
@@ -729,9 +720,13 @@ def _shard_listener(*, implicit: bool) -> Callable[..., _Execution]:
                 _warn_not_opted_in(engine, statement, "checked (and left out, for the server)")
             return left_out
         if multiparams:
-            filled = statement, _filled_rows(conn, statement, multiparams, shards), params
+            filled = statement, _each_row(conn, statement, multiparams, shards, _filled), params
         elif params:
-            filled = statement, multiparams, _filled_rows(conn, statement, [params], shards)[0]
+            filled = (
+                statement,
+                multiparams,
+                _each_row(conn, statement, [params], shards, _filled)[0],
+            )
         else:
             filled = _filled_statement(statement, shards), multiparams, params
         if engine is not None and engine not in _warned:
@@ -760,11 +755,11 @@ def _given_left_out(
     if multiparams:
         if not any(key in row for row in multiparams for key in keys):
             return None
-        return statement, _left_out_rows(conn, statement, multiparams, shards), params
+        return statement, _each_row(conn, statement, multiparams, shards, _left_out), params
     if params:
         if not any(key in params for key in keys):
             return None
-        return statement, multiparams, _left_out_rows(conn, statement, [params], shards)[0]
+        return statement, multiparams, _each_row(conn, statement, [params], shards, _left_out)[0]
     given = insert_multi_values(statement).intersection(keys)
     if given:
         raise InvalidShardError(
