@@ -41,10 +41,11 @@ from ._dialect import (
 )
 from ._urls import has_password, shown
 from .bitreverse import BitReversed, BitReversedSequence, reverse_bits
-from .dialects import read_sequence_catalog, sequence_relation
+from .dialects import read_sequence_catalog
 from .errors import InvalidSequenceError, SeqKeysError, SequencesTableNotFoundError
 from .pooled import PooledSequence
 from .sequences import TableSequence
+from .sequences._contract import OwnSequence
 from .sequences.resync import check_integer_key, data_table
 from .sequences.table import DEFAULT_TABLE, inexact_collation, read_next_value
 from .server_keys import ServerUuid, server_uuid
@@ -1064,7 +1065,7 @@ def _behind_native(ctx: _Context, key: _Key, pooled: PooledSequence) -> None:
     if upcoming is None:
         ctx.add("behind", key.subject, SKIPPED, "the sequence's value cannot be read here")
         return
-    lowest, next_value = _exact_if_never_refilled(ctx, pooled.sequence, increment, upcoming)
+    lowest, next_value = upcoming
     table = key.column.table
     schemas = f", schema={table.schema!r}" if table.schema else ""
     schemas += f", sequence_schema={pooled.schema!r}" if pooled.schema else ""
@@ -1101,11 +1102,13 @@ def _behind_native(ctx: _Context, key: _Key, pooled: PooledSequence) -> None:
 
 
 def _session_cache(ctx: _Context, key: _Key, sequence: sa.Sequence) -> bool:
-    """PostgreSQL: a problem (and True) when the sequence has CACHE > 1.
+    """PostgreSQL: True, and a finding, when the sequence has CACHE > 1.
 
     Each session then takes that many values at once and hands them out later, below
     values other sessions took since: the value doctor reads says nothing of them, and a
-    resync (a setval) does not reach them. The library creates its sequences CACHE 1.
+    resync (a setval) does not reach them. A problem for the library's own sequences
+    (created CACHE 1; a ``PooledSequence`` refuses it); a user's ``sa.Sequence`` that
+    caches works, and is "not checked".
     """
     read_cache = facts(ctx.dialect).read_session_cache
     if read_cache is None:
@@ -1114,42 +1117,22 @@ def _session_cache(ctx: _Context, key: _Key, sequence: sa.Sequence) -> bool:
     if cache is None or cache <= 1:
         return False
     sql_name = identifier_text(ctx.dialect, sequence.name, ctx.schema(sequence.schema))
+    own = isinstance(sequence, OwnSequence)
     ctx.add(
         "behind",
         key.subject,
-        PROBLEM,
-        f"sequence {sequence.name!r} has CACHE {cache}: each session takes {cache} values "
+        PROBLEM if own else SKIPPED,
+        ("" if own else "not checked: ")
+        + f"sequence {sequence.name!r} has CACHE {cache}: each session takes {cache} values "
         "at once and hands them out after other sessions took higher ones, so its next value "
         "cannot be read (inserts may collide with keys imported since), and a resync "
-        "cannot move the values sessions hold; PooledSequence refuses it",
+        "cannot move the values sessions hold"
+        + ("; the library creates its sequences CACHE 1" if own else ""),
         fix=f"ALTER SEQUENCE {sql_name} CACHE 1, then restart the application (its sessions "
         "keep the values they cached until they end), then run doctor again",
         details={"cache": cache},
     )
     return True
-
-
-def _exact_if_never_refilled(
-    ctx: _Context, sequence: sa.Sequence, increment: int, upcoming: tuple[int, int]
-) -> tuple[int, int]:
-    """MariaDB: the next value exactly when no refill of the server's cache can have
-    written the sequence's row, else ``upcoming`` as read.
-
-    A refill that hands out v writes ``v + cache * increment`` (v at least the
-    sequence's MINVALUE); a row below ``MINVALUE + cache * increment`` was written by
-    CREATE, ALTER or a SETVAL (a resync) instead, and the next NEXTVAL returns it.
-    """
-    lowest, next_value = upcoming
-    if lowest == next_value or family(ctx.dialect) != "mysql" or increment <= 0:
-        return upcoming
-    relation = sequence_relation(sequence, "minimum_value", "cache_size")
-    row = ctx.conn.execute(sa.select(relation.c.minimum_value, relation.c.cache_size)).first()
-    if row is None:
-        return upcoming
-    minimum, cache = int(row[0]), int(row[1])
-    if next_value - cache * increment < minimum:
-        return next_value, next_value
-    return upcoming
 
 
 def _nocache_fix(ctx: _Context, sequence: sa.Sequence, next_value: int) -> str:
@@ -1340,10 +1323,6 @@ def _check_bit_reversed_behind(ctx: _Context, key: _Key, counter: _Counter) -> N
     if isinstance(position, str):
         ctx.add("behind", key.subject, SKIPPED, position)
         return
-    if sequence is not None and position[0] != position[1]:  # the server caches values
-        catalog = read_sequence_catalog(ctx.conn, sequence)
-        if catalog is not None:
-            position = _exact_if_never_refilled(ctx, sequence, catalog[0], position)
     lowest, next_value = position
     what = f"sequence {counter.name!r}"
     details: dict[str, Any] = {

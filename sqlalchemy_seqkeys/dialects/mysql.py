@@ -47,24 +47,27 @@ def read_next(conn: sa.Connection, sequence: sa.Sequence, increment: int) -> tup
 
     The row holds ``next_not_cached_value``, the value after the server's cache
     (``CACHE 1000`` unless the sequence says otherwise); the cache's values lie
-    below it and cannot be read. A sequence with ``NOCACHE`` gives one value twice.
+    below it and cannot be read. One value, twice, where nothing is cached: a
+    sequence with ``NOCACHE`` (as the library creates its own), or a row no
+    refill of the cache can have written (below ``MINVALUE + CACHE * INCREMENT``:
+    written by ``CREATE``, ``ALTER`` or a ``SETVAL``, whose value comes next).
 
     :param conn: a connection to the database; its ``schema_translate_map`` applies.
     :param sequence: the native sequence, as declared (``sa.Sequence``).
     :param increment: the sequence's ``INCREMENT BY``, as its catalog says.
     """
-    relation = sequence_relation(sequence, "next_not_cached_value", "cache_size", "start_value")
-    columns = relation.c.next_not_cached_value, relation.c.cache_size, relation.c.start_value
+    relation = sequence_relation(sequence, "next_not_cached_value", "cache_size", "minimum_value")
+    columns = relation.c.next_not_cached_value, relation.c.cache_size, relation.c.minimum_value
     row = conn.execute(sa.select(*columns)).first()
     if row is None:
         return None
-    after_cache, cached, start = (int(v) for v in row)
+    after_cache, cached, minimum = (int(v) for v in row)
     # A refill at v hands out v and keeps v + increment ... up to after_cache
-    # (exclusive) in memory: the next value is at least v + increment, and v at
-    # least the start (a sequence never called: after_cache is the start).
-    if cached <= 1:
+    # (exclusive) in memory, and writes after_cache = v + cached * increment; v is
+    # at least MINVALUE (not START: a RESTART may go below it).
+    if cached <= 1 or increment <= 0 or after_cache - cached * increment < minimum:
         return after_cache, after_cache
-    return min(max(after_cache - (cached - 1) * increment, start), after_cache), after_cache
+    return min(max(after_cache - (cached - 1) * increment, minimum), after_cache), after_cache
 
 
 def sequence_block(sequence: sa.Sequence, n: int) -> sa.Select[Any]:

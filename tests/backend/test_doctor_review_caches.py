@@ -17,10 +17,12 @@ import sqlalchemy as sa
 
 from sqlalchemy_seqkeys import (
     BitReversed,
+    BitReversedSequence,
     PooledSequence,
     PooledSequenceMismatchError,
     doctor,
     resync_pooled_sequence,
+    reverse_bits,
 )
 from sqlalchemy_seqkeys.doctor import keys_behind
 from tests.backend.test_doctor import fresh_engine
@@ -133,17 +135,59 @@ def test_postgresql_a_pooled_sequence_with_cache_is_refused(engines: Any) -> Non
             assert other.next_values(second, 1) == [51]
 
 
-def test_postgresql_a_bit_reversed_sequence_with_cache_is_a_problem(engines: Any) -> None:
+def test_postgresql_a_cached_sequence_is_a_problem_if_the_librarys_else_not_checked(
+    engines: Any,
+) -> None:
+    """CACHE 20: a BitReversedSequence's (the library made it CACHE 1: a problem); a
+    user's own sa.Sequence under BitReversed works, and doctor cannot tell (skipped)."""
     metadata = sa.MetaData()
-    key = sa.Column(
+    own = sa.Column(
+        "id",
+        sa.BigInteger,
+        primary_key=True,
+        default=BitReversedSequence("dr_bo", metadata=metadata),
+    )
+    sa.Table("dr_own", metadata, own)
+    theirs = sa.Column(
         "id", sa.BigInteger, primary_key=True, default=BitReversed(sa.Sequence("dr_bc"))
     )
-    table = sa.Table("dr_bits", metadata, key)
+    sa.Table("dr_bits", metadata, theirs)
     with fresh_engine(engines, "postgresql") as (engine, _url):
         with engine.begin() as conn:
             conn.exec_driver_sql("CREATE SEQUENCE dr_bc CACHE 20")
-        table.create(engine)
+        metadata.create_all(engine)
+        with engine.begin() as conn:
+            conn.exec_driver_sql("ALTER SEQUENCE dr_bo CACHE 20")
         report = doctor(engine, metadata)
-        (found,) = _behind(report, "dr_bits.id")
+        (found,) = _behind(report, "dr_own.id")
         assert found.status == "problem", report.format()
         assert "CACHE 20" in found.message, found.message
+        assert "the library creates its sequences CACHE 1" in found.message, found.message
+        (found,) = _behind(report, "dr_bits.id")
+        assert found.status == "skipped", report.format()
+        assert found.message.startswith("not checked: sequence 'dr_bc' has CACHE 20"), found
+        assert "PooledSequence" not in found.message, found.message
+
+
+def test_mariadb_a_cached_sequence_restarted_below_its_start_is_a_problem(engines: Any) -> None:
+    """RESTART WITH 1 on a sequence of START 100 (MariaDB's default cache): its next value
+    may be as low as MINVALUE, not START; an imported key there collides."""
+    metadata = sa.MetaData()
+    sequence = sa.Sequence("dr_rs", start=100, metadata=metadata)
+    table = sa.Table(
+        "dr_restart",
+        metadata,
+        sa.Column("id", sa.BigInteger, primary_key=True, default=BitReversed(sequence)),
+    )
+    with fresh_engine(engines, "mysql") as (engine, _url):
+        metadata.create_all(engine)
+        with engine.begin() as conn:
+            conn.exec_driver_sql("ALTER SEQUENCE dr_rs RESTART WITH 1")
+            conn.execute(table.insert())  # counter 1; the cache holds 2 to 1000
+            conn.execute(table.insert(), {"id": reverse_bits(50)})  # an import: counter 50
+        report = doctor(engine, metadata)
+        (found,) = _behind(report, "dr_restart.id")
+        assert found.status == "problem", report.format()
+        assert found.details["lowest_next_value"] == 2, found
+        with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:  # what it warns of
+            conn.execute(table.insert(), [{} for _ in range(60)])
