@@ -28,7 +28,7 @@ from sqlalchemy.engine import CreateEnginePlugin
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateColumn
-from sqlalchemy.sql.compiler import DDLCompiler, SQLCompiler
+from sqlalchemy.sql.compiler import DDLCompiler
 
 from sqlalchemy_seqkeys._columns import converts
 from sqlalchemy_seqkeys._compat import (
@@ -631,41 +631,106 @@ def _inserted_rows(
     rows: Sequence[Mapping[str, Any]],
     shards: list[_ShardColumn],
 ) -> list[dict[str, Any]] | None:
-    """Each of ``rows`` merged with ``insert(t).values(...)`` as SQLAlchemy merges them.
+    """Each of ``rows`` with the hashed and shard columns of ``insert(t).values(...)`` as
+    SQLAlchemy merges them: a column's bound value, unless the parameters give its bind's
+    name (:func:`_bind_name`), which then wins, as in SQLAlchemy.
 
-    A column of ``.values()`` takes its bound value, unless the parameters name its
-    bind (the column's key for a plain value, the name of a ``bindparam``): the
-    parameters win, as in SQLAlchemy, which is asked (the compiled statement's
-    bind names and parameters). None: nothing to merge (rows of ``.values([...])``,
-    which SQLAlchemy refuses with parameters).
+    Nothing is compiled or evaluated: the values are read from the bindparams, and a column
+    that is neither hashed nor a shard column is not read at all. None: nothing to merge
+    (no such column in ``.values()``; rows of ``.values([...])``, which SQLAlchemy refuses
+    with parameters).
     """
     values = insert_values(statement)
     if not values or insert_multi_values(statement):
         return None
-    compiled = statement.compile(dialect=conn.dialect, column_keys=list(rows[0]) if rows else [])
-    if not isinstance(compiled, SQLCompiler):  # pragma: no cover - an INSERT's is one
+    binds = _read_binds(values, shards)
+    if not binds:  # the common case (an ORM flush with an SQL expression): the rows as given
         return None
-    names = {bind.key: name for bind, name in compiled.bind_names.items()}
+    named = [
+        (column, bind, _bind_name(statement, column, bind, conn.dialect)) for column, bind in binds
+    ]
+    inserted = []
+    for row in rows:
+        merged = dict(row)
+        for column, bind, name in named:
+            value = _read_value(column, bind, name, row)
+            if value is not _UNREAD:
+                merged[column] = value
+        inserted.append(merged)
+    return inserted
+
+
+#: :func:`_read_value` of a bind that has no value: SQLAlchemy says so when it runs
+_UNREAD: Any = object()
+
+
+def _read_binds(
+    values: Mapping[Any, Any], shards: list[_ShardColumn]
+) -> list[tuple[str, sa.BindParameter[Any]]]:
+    """The hashed and shard columns of ``.values()``, each with its bindparam; a hashed
+    column given an SQL expression is refused. The other columns are left alone."""
+    shard_keys = {key for key, _, _ in shards}
     hashed = {column for _, shard, _ in shards for column in shard.columns}
-    binds: dict[str, str] = {}
+    binds = []
     for key, value in values.items():
         column = _value_key(key)
-        if isinstance(value, sa.BindParameter) and value.key in names:
-            binds[column] = names[value.key]
+        if column not in hashed and column not in shard_keys:
+            continue
+        if isinstance(value, sa.BindParameter):
+            binds.append((column, value))
         elif column in hashed:
             raise InvalidShardError(
                 f"cannot hash column {column!r}: its value is an SQL expression, not a value"
             )
-    inserted = []
-    for row in rows:
-        try:
-            bound = compiled.construct_params(dict(row), escape_names=False)
-        except sa.exc.InvalidRequestError:  # a bindparam with no value: SQLAlchemy says so
-            return None
-        merged = dict(row)
-        merged.update({column: bound[bind] for column, bind in binds.items() if bind in bound})
-        inserted.append(merged)
-    return inserted
+    return binds
+
+
+def _bind_name(
+    statement: sa.Insert, column: str, bind: sa.BindParameter[Any], dialect: sa.Dialect
+) -> str:
+    """The name under which execute()'s parameters override ``bind``, the value of ``column``
+    in ``statement.values()``: the compiled statement's name of it, found without compiling.
+
+    A plain value (or ``literal()``, or any ``unique`` bindparam) is named by the column's
+    key, a ``bindparam("uid")`` by its own name (SQLAlchemy's crud compilation: an
+    anonymous unique bind of ``.values()`` takes the column's key). Any other (an anonymous
+    ``bindparam(None, ...)``, a ``quoted_name`` key) is rare: the statement is compiled.
+    """
+    if bind.unique:
+        return column
+    if type(bind.key) is str:
+        return bind.key
+    compiled = statement.compile(dialect=dialect)
+    names = {b.key: name for b, name in getattr(compiled, "bind_names", {}).items()}
+    return str(names.get(bind.key, bind.key))
+
+
+def _read_value(column: str, bind: sa.BindParameter[Any], name: str, row: Mapping[str, Any]) -> Any:
+    """The value SQLAlchemy stores in ``column`` of ``.values()``: the parameter ``name`` of
+    ``row`` (the execute() parameters) if it gives one, else ``bind``'s own value. The library
+    never calls a ``callable_`` (SQLAlchemy calls it again, for another value): refused.
+    """
+    anonymous = not bind.unique and name != bind.key
+    if anonymous and (column in row or name in row):
+        # SQLAlchemy's statement cache decides which name the bind has: this or the column's
+        raise InvalidShardError(
+            f"cannot hash column {column!r}: its value in .values() is an anonymous "
+            f"bindparam(None, ...), which SQLAlchemy names {name!r} or {column!r} (its "
+            "statement cache decides), so the parameters may or may not override it; give "
+            ".values() a plain value or a named bindparam"
+        )
+    if name in row:
+        return row[name]
+    if bind.callable is not None:
+        raise InvalidShardError(
+            f"cannot hash column {column!r}: its value in .values() is "
+            f"bindparam({name!r}, callable_=...), which SQLAlchemy calls only as the INSERT "
+            f"runs (called here too, it would give another value); pass the value in the "
+            f"parameters instead: conn.execute(statement, {{{name!r}: value, ...}})"
+        )
+    if bind.required:
+        return _UNREAD
+    return bind.value
 
 
 def _left_out(
@@ -792,7 +857,7 @@ def _statement_left_out(
     The statement is built again from its table, values and execution options; one with
     more (RETURNING, a prefix, a hint), which that would lose, is refused instead.
     """
-    _left_out(_bound_row(values), shards)  # each given one checked
+    _left_out(_bound_row(values, shards), shards)  # each given one checked
     keys = {key for key, _, _ in shards}
     rebuilt = sa.insert(statement.table).values(dict(values))
     if str(rebuilt.compile(dialect=conn.dialect)) != str(statement.compile(dialect=conn.dialect)):
@@ -840,20 +905,19 @@ def _filled_statement(statement: sa.Insert, shards: list[_ShardColumn]) -> sa.In
             f"cannot fill the shard columns of this INSERT into {statement.table}: pass the rows "
             "as parameters (conn.execute(insert(table), rows)) or use .values(col=value, ...)"
         )
-    filled = _filled(_bound_row(values), shards)
+    filled = _filled(_bound_row(values, shards), shards)
     return statement.values({key: filled[key] for key, _, _ in shards})
 
 
-def _bound_row(values: Mapping[Any, Any]) -> dict[str, Any]:
-    """The row ``insert(t).values(...)`` was given, by column key; an SQL expression is refused."""
+def _bound_row(values: Mapping[Any, Any], shards: list[_ShardColumn]) -> dict[str, Any]:
+    """The hashed and shard columns of the row ``insert(t).values(...)`` was given, by column
+    key (:func:`_read_binds`, :func:`_read_value`); the other columns are not read."""
     row: dict[str, Any] = {}
-    for key, value in values.items():
-        name = _value_key(key)
-        if not isinstance(value, sa.BindParameter):
-            raise InvalidShardError(
-                f"cannot hash column {name!r}: its value is an SQL expression, not a value"
-            )
-        row[name] = value.value
+    for column, bind in _read_binds(values, shards):
+        name = column if bind.unique else str(bind.key)  # no parameters: only for the errors
+        value = _read_value(column, bind, name, {})
+        if value is not _UNREAD:
+            row[column] = value
     return row
 
 

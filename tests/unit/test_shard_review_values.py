@@ -110,8 +110,9 @@ def test_a_converting_type_decorator_writes_spanners_shard() -> None:
         assert conn.execute(sa.select(table.c.shard, table.c.status)).one() == (SHARD_OF_1, 1)
 
 
-@pytest.fixture
-def logs() -> tuple[sa.Engine, sa.Table]:
+@pytest.fixture(name="logs")
+def review_logs() -> tuple[sa.Engine, sa.Table]:
+    """A ``logs`` table with a shard column of ``user_id`` on SQLite, its engine opted in."""
     metadata = sa.MetaData()
     table = sa.Table(
         "logs",
