@@ -57,9 +57,10 @@ def _not_an_id(value: object, *, integer: bool) -> InvalidSnowflakeError:
 def _integer(value: object) -> int | None:
     """``value`` as an int if it is an integer (``operator.index``: an int, numpy's), else None.
 
-    A bool is no id (``operator.index(True)`` is 1; numpy's bool has no ``__index__``).
+    A bool is no id (``operator.index(True)`` is 1; numpy's bool, ``numpy.bool_``, has
+    a deprecated ``__index__`` before numpy 2, and none since).
     """
-    if isinstance(value, bool):
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):
         return None
     try:
         return operator.index(value)  # type: ignore[arg-type]
