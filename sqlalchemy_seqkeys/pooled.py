@@ -558,7 +558,8 @@ def resync_pooled_sequence(
     give it one: in AUTOCOMMIT the lock ends with its statement). Raises
     :class:`~sqlalchemy_seqkeys.SequenceNotFoundError` without the sequence,
     :class:`~sqlalchemy_seqkeys.SequenceExhaustedError` when the column holds
-    2**63 - 1, :class:`~sqlalchemy_seqkeys.InvalidSequenceError` when the
+    2**63 - 1 or a key at or past the sequence's ``MAXVALUE`` (nothing changed),
+    :class:`~sqlalchemy_seqkeys.InvalidSequenceError` when the
     column is not of an integer type (or, untyped, its maximum is not an integer).
 
     :param bind: an Engine (a transaction of its own, committed) or a
@@ -645,7 +646,7 @@ def _resync(
         for statement in first:
             conn.execute(statement)
         value = conn.execute(move).scalar()
-    except sa.exc.DataError as exc:  # PostgreSQL: past the sequence's MAXVALUE
+    except sa.exc.DataError as exc:  # past the sequence's MAXVALUE (setval, or MariaDB's SIGNAL)
         raise SequenceExhaustedError(
             f"the table's keys are past the MAXVALUE of sequence {name!r}: it cannot move "
             f"past them, and nothing was changed. Raise it (ALTER SEQUENCE "

@@ -97,12 +97,24 @@ def sequence_block_without_sequence_engine(sequence: sa.Sequence, n: int) -> sa.
     return sa.select(sequence.next_value()).select_from(rows)
 
 
-#: the session variable a resync passes its value through
+#: the session variables a resync passes its value, and the sequence's MAXVALUE, through
 NEXT_VARIABLE = "@seqkeys_resync_next"
+MAX_VARIABLE = "@seqkeys_resync_max"
+
+#: raised where the value is past the sequence's MAXVALUE: ``SETVAL`` would move the
+#: sequence there, to no value left, and return the value as if it came next.
+#: 1264 (out of range) reaches the drivers as a DataError, as PostgreSQL's setval's.
+_PAST_MAXVALUE = (
+    "SIGNAL SQLSTATE ''22003'' SET MYSQL_ERRNO = 1264, "
+    "MESSAGE_TEXT = ''the keys are past the MAXVALUE of the sequence''"
+)
 
 
 def resync_statements(r: SequenceResync) -> list[sa.Executable]:
     """MariaDB: ``MAX + 1`` into a session variable, then ``SETVAL``, which never moves back.
+
+    A value past the sequence's ``MAXVALUE`` raises out of range (a DataError), changing
+    nothing.
 
     :param r: what to resync (a :class:`~sqlalchemy_seqkeys.dialects.SequenceResync`):
         ``r.top`` (``MAX(column)``) and ``r.name_value``, the sequence's name as a
@@ -112,16 +124,21 @@ def resync_statements(r: SequenceResync) -> list[sa.Executable]:
     # SETVAL(s, v, 0) makes v the next value unless s is already past v (then
     # it changes nothing and returns NULL): atomic beside NEXTVAL, never back.
     # It takes constants only, so MAX + 1 reaches it through a session
-    # variable and EXECUTE IMMEDIATE: two statements, valid offline too.
+    # variable and EXECUTE IMMEDIATE (which takes no subquery): two statements,
+    # valid offline too.
     following = sa.select(
         sa.case((top.c.m < sa.literal(_MAX_VALUE, sa.BigInteger), top.c.m + 1), else_=sa.null())
     ).select_from(top)
-    remember = Statement(f"SET {NEXT_VARIABLE} = ({{}})", following)
+    maximum = sa.select(sequence_relation(r.sequence, "maximum_value").c.maximum_value)
+    remember = Statement(
+        f"SET {NEXT_VARIABLE} = ({{}}), {MAX_VARIABLE} = ({{}})", following, maximum
+    )
     # The sequence's name reaches the dynamic statement as a bound value,
     # quoted for that statement's own parser.
     move = sa.text(
         f"EXECUTE IMMEDIATE IF({NEXT_VARIABLE} IS NULL, 'SELECT NULL', "
-        f"CONCAT('SELECT SETVAL(', :seqkeys_sequence, ', ', {NEXT_VARIABLE}, ', 0)'))"
+        f"IF({NEXT_VARIABLE} > {MAX_VARIABLE}, '{_PAST_MAXVALUE}', "
+        f"CONCAT('SELECT SETVAL(', :seqkeys_sequence, ', ', {NEXT_VARIABLE}, ', 0)')))"
     ).bindparams(sa.bindparam("seqkeys_sequence", r.name_value, type_=sa.String()))
     return [remember, move]
 

@@ -75,12 +75,12 @@ def test_a_block_past_bigint_is_refused(native_engine: Engine) -> None:
         sequence.next_value(native_engine)
 
 
-def test_a_resync_past_the_sequences_maxvalue_is_refused_or_exhausted(
+def test_a_resync_past_the_sequences_maxvalue_is_refused_and_changes_nothing(
     native_engine: Engine,
 ) -> None:
-    """Keys past the sequence's MAXVALUE: PostgreSQL's setval refuses, and the resync says
-    so (nothing changed); MariaDB's SETVAL moves it there, and its next block is refused as
-    exhausted. Never a key from below the table's keys."""
+    """Keys past the sequence's MAXVALUE: the resync says so and changes nothing (PostgreSQL's
+    setval refuses; MariaDB's SETVAL would move it there, to a sequence with no value left,
+    and return that value as if it were the next key)."""
     from sqlalchemy_seqkeys import resync_pooled_sequence
 
     name = "seqkeys_pooled_native"
@@ -91,11 +91,11 @@ def test_a_resync_past_the_sequences_maxvalue_is_refused_or_exhausted(
     with Session(native_engine) as session:
         session.add(row_cls(id=5000, note="imported"))
         session.commit()
-    if native_engine.dialect.name == "postgresql":
-        with pytest.raises(SequenceExhaustedError, match=r"past the MAXVALUE .*NO MAXVALUE"):
-            resync_pooled_sequence(native_engine, name, ROWS, "id")
-        assert raw_nextval(native_engine, name) == 1  # nothing was changed
-    else:
-        assert resync_pooled_sequence(native_engine, name, ROWS, "id") == 5001
-        with pytest.raises(SequenceExhaustedError, match="no value left"):
-            sequence.next_value(native_engine)
+    with pytest.raises(SequenceExhaustedError, match=r"past the MAXVALUE .*NO MAXVALUE"):
+        resync_pooled_sequence(native_engine, name, ROWS, "id")
+    assert raw_nextval(native_engine, name) == 1  # nothing was changed
+    # keys up to MAXVALUE still move it, and its values follow the table's keys
+    with Session(native_engine) as session:
+        session.get(row_cls, 5000).id = 700
+        session.commit()
+    assert resync_pooled_sequence(native_engine, name, ROWS, "id") == 701

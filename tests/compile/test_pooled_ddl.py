@@ -193,8 +193,12 @@ def test_offline_resync_on_mariadb_goes_through_setval() -> None:
     assert sql == (
         "SET @seqkeys_resync_next = (SELECT CASE WHEN (top.m < 9223372036854775807) "
         "THEN top.m + 1 ELSE NULL END AS anon_1 FROM (SELECT max(orders.id) AS m FROM orders) "
-        "AS top); EXECUTE IMMEDIATE IF(@seqkeys_resync_next IS NULL, 'SELECT NULL', "
-        "CONCAT('SELECT SETVAL(', 'order_id', ', ', @seqkeys_resync_next, ', 0)'));"
+        "AS top), @seqkeys_resync_max = (SELECT order_id.maximum_value FROM order_id); "
+        "EXECUTE IMMEDIATE IF(@seqkeys_resync_next IS NULL, 'SELECT NULL', "
+        "IF(@seqkeys_resync_next > @seqkeys_resync_max, 'SIGNAL SQLSTATE ''22003'' "
+        "SET MYSQL_ERRNO = 1264, MESSAGE_TEXT = ''the keys are past the MAXVALUE of the "
+        "sequence''', CONCAT('SELECT SETVAL(', 'order_id', ', ', @seqkeys_resync_next, "
+        "', 0)')));"
     )
 
 
