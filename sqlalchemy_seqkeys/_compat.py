@@ -30,6 +30,7 @@ __all__ = [
     "first_connect_done",
     "greenlet_spawn",
     "in_greenlet",
+    "insert_bind_name",
     "insert_multi_values",
     "insert_values",
     "patch_spanner_reflection",
@@ -155,6 +156,30 @@ def insert_multi_values(statement: sa.Insert) -> frozenset[str]:
             else:
                 keys.update(column.key for column in list(statement.table.c)[: len(row)])
     return frozenset(keys)
+
+
+def insert_bind_name(
+    statement: sa.Insert, column: str, bind: sa.BindParameter[Any], dialect: sa.Dialect
+) -> str:
+    """The name under which execute()'s parameters override ``bind``, the value of ``column``
+    in ``statement.values()``: the compiled statement's name of it, found without compiling.
+
+    A plain value (or ``literal()``, or any ``unique`` bindparam) is named by the column's
+    key, a ``bindparam("uid")`` by its own name (SQLAlchemy's crud compilation: an
+    anonymous unique bind of ``.values()`` takes the column's key). Any other (an anonymous
+    ``bindparam(None, ...)``, a ``quoted_name`` key) is rare: the statement is compiled,
+    and its ``bind_names`` read.
+
+    SQLAlchemy's naming rule for ``.values()`` binds (``crud._append_param_parameter``;
+    2.0, 2.1), no private name.
+    """
+    if bind.unique:
+        return column
+    if type(bind.key) is str:
+        return bind.key
+    compiled = statement.compile(dialect=dialect)
+    names = {b.key: name for b, name in getattr(compiled, "bind_names", {}).items()}
+    return str(names.get(bind.key, bind.key))
 
 
 # -- asyncio through SQLAlchemy's greenlet ---------------------------------------------

@@ -33,6 +33,7 @@ from sqlalchemy.sql.compiler import DDLCompiler
 from sqlalchemy_seqkeys._columns import converts
 from sqlalchemy_seqkeys._compat import (
     CopiedComputed,
+    insert_bind_name,
     insert_multi_values,
     insert_values,
     proxied_engine,
@@ -633,7 +634,7 @@ def _inserted_rows(
 ) -> list[dict[str, Any]] | None:
     """Each of ``rows`` with the hashed and shard columns of ``insert(t).values(...)`` as
     SQLAlchemy merges them: a column's bound value, unless the parameters give its bind's
-    name (:func:`_bind_name`), which then wins, as in SQLAlchemy.
+    name (``_compat.insert_bind_name``), which then wins, as in SQLAlchemy.
 
     Nothing is compiled or evaluated: the values are read from the bindparams, and a column
     that is neither hashed nor a shard column is not read at all. None: nothing to merge
@@ -647,7 +648,8 @@ def _inserted_rows(
     if not binds:  # the common case (an ORM flush with an SQL expression): the rows as given
         return None
     named = [
-        (column, bind, _bind_name(statement, column, bind, conn.dialect)) for column, bind in binds
+        (column, bind, insert_bind_name(statement, column, bind, conn.dialect))
+        for column, bind in binds
     ]
     inserted = []
     for row in rows:
@@ -683,26 +685,6 @@ def _read_binds(
                 f"cannot hash column {column!r}: its value is an SQL expression, not a value"
             )
     return binds
-
-
-def _bind_name(
-    statement: sa.Insert, column: str, bind: sa.BindParameter[Any], dialect: sa.Dialect
-) -> str:
-    """The name under which execute()'s parameters override ``bind``, the value of ``column``
-    in ``statement.values()``: the compiled statement's name of it, found without compiling.
-
-    A plain value (or ``literal()``, or any ``unique`` bindparam) is named by the column's
-    key, a ``bindparam("uid")`` by its own name (SQLAlchemy's crud compilation: an
-    anonymous unique bind of ``.values()`` takes the column's key). Any other (an anonymous
-    ``bindparam(None, ...)``, a ``quoted_name`` key) is rare: the statement is compiled.
-    """
-    if bind.unique:
-        return column
-    if type(bind.key) is str:
-        return bind.key
-    compiled = statement.compile(dialect=dialect)
-    names = {b.key: name for b, name in getattr(compiled, "bind_names", {}).items()}
-    return str(names.get(bind.key, bind.key))
 
 
 def _read_value(column: str, bind: sa.BindParameter[Any], name: str, row: Mapping[str, Any]) -> Any:

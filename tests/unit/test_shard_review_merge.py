@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 
 from sqlalchemy_seqkeys import InvalidShardError, shard, shard_of
-from sqlalchemy_seqkeys._compat import insert_values
+from sqlalchemy_seqkeys._compat import insert_bind_name, insert_values
 from tests.unit.test_shard_review_values import review_logs, stored
 
 pytest.importorskip("farmhash")
@@ -184,7 +184,7 @@ def test_the_name_the_parameters_give_a_value_under_is_sqlalchemys(
         names = {bind.key: name for bind, name in compiled.bind_names.items()}
         for key, bind in (insert_values(statement) or {}).items():
             assert isinstance(bind, sa.BindParameter)
-            named = shard._bind_name(statement, shard._value_key(key), bind, dialect)
+            named = insert_bind_name(statement, shard._value_key(key), bind, dialect)
             assert named == names[bind.key], (key, bind)
 
 
