@@ -136,21 +136,48 @@ def _conflict_form(dialect: Dialect) -> Callable[[sa.Table, list[str]], sa.Inser
 
 
 def mariadb_uuid_keeps_v7_order(dialect: Dialect) -> bool:
-    """True where the server's ``UUID`` type stores version-7 UUIDs in their time order.
+    """True where the server's ``UUID`` type stores and compares version-7 UUIDs in time order.
 
     MariaDB's ``UUID`` type swaps the groups of a UUID before storing it, which
-    scrambles time order; from 10.11.5 it swaps only versions 1 to 5 (with the
-    RFC variant) and leaves UUIDs of version 6 and up as they are. A
+    scrambles time order. From 10.11.5 (10.9.8, 10.10.6, 11.0.3) it swaps only
+    versions 1 to 5 (with the RFC variant) and leaves UUIDs of version 6 and up
+    as they are (MDEV-29959), but those releases, and 11.1.0 to 11.1.2 and
+    11.2.0 to 11.2.1, compare such values wrongly (MDEV-31926: ``WHERE id > x``,
+    ranges and ``ORDER BY`` go wrong). True from 10.11.6 (10.10.7, 11.0.4,
+    11.1.3, 11.2.2 in their series) and on every 11.3 and later. A
     ``mariadb://`` dialect with no server version yet (offline SQL) counts as
     new enough; MySQL has no ``UUID`` type.
+
+    Example::
+
+        >>> from sqlalchemy.dialects import mysql
+        >>> dialect = mysql.dialect(is_mariadb=True)
+        >>> dialect.server_version_info = (10, 11, 5)
+        >>> mariadb_uuid_keeps_v7_order(dialect)
+        False
+        >>> dialect.server_version_info = (10, 11, 6)
+        >>> mariadb_uuid_keeps_v7_order(dialect)
+        True
     """
     if dialect.name == "mariadb" and dialect.server_version_info is None:
         return True
     if not getattr(dialect, "is_mariadb", False):
         return False
     version = tuple(dialect.server_version_info or ())
-    # MDEV-29959: fixed in 10.11.5 and 11.0.3
-    return version >= (11, 0, 3) or (10, 11, 5) <= version < (11, 0)
+    if version[:2] >= (11, 3):  # every series from 11.3 has both fixes
+        return True
+    # the first release of each series whose UUID type both stores version 6 and
+    # up unswapped (MDEV-29959: 10.9.8, 10.10.6, 10.11.5, 11.0.3) and compares
+    # them in that order (MDEV-31926); 10.9 and older series have no such release
+    fixed: dict[tuple[Any, ...], tuple[int, ...]] = {
+        (10, 10): (10, 10, 7),
+        (10, 11): (10, 11, 6),
+        (11, 0): (11, 0, 4),
+        (11, 1): (11, 1, 3),
+        (11, 2): (11, 2, 2),
+    }
+    first = fixed.get(version[:2])
+    return first is not None and version >= first
 
 
 def incrementing_sequences(dialect: Dialect) -> bool:

@@ -65,6 +65,23 @@ def server_uuid() -> ServerUuid:
     on Spanner; anywhere else compiling it raises
     :class:`~sqlalchemy_seqkeys.UnsupportedServerFunctionError`.
 
+    The keys are unique always, and ascend in the column's order, except:
+
+    - MariaDB 10.7 to 11.6: ``UUID()`` is version 1, which MariaDB's ``UUID``
+      type sorts by node, then clock sequence, then time. MariaDB draws a new
+      random clock sequence at every server start (and when the clock steps
+      back), and each server has its own node, so the keys ascend within one
+      server run only: after a restart, or on another server (a failover), new
+      keys form a new ascending run elsewhere in the index, before or after
+      all older ones.
+    - SQL Server: ``NEWSEQUENTIALID()`` ascends until Windows restarts, and may
+      then start from a lower range; each server has its own ranges.
+    - Spanner: ``GENERATE_UUID()`` is random on purpose.
+
+    Where ``ORDER BY id`` must follow time across restarts and servers, mint
+    the keys on the client (``default=new_uuid7``) or use MariaDB 11.7+'s
+    ``UUID_v7()`` (:func:`~sqlalchemy_seqkeys.server_uuid7`).
+
     Example::
 
         >>> from sqlalchemy.dialects import mssql
@@ -130,13 +147,17 @@ def _compile_mysql_family(element: ServerUuid, compiler: SQLCompiler, **kw: Any)
             return f"({function})"
         if version is not None and version < _MARIADB_UUID_TYPE:
             raise _refuse(server, "has neither UUID_v7() (11.7) nor the UUID type (10.7)")
+        # MariaDB's UUID type sorts UUID() by node, clock sequence, then time:
+        # ascending within one server run; as text it sorts by the low time bits
         _check_storage(
             element,
             dialect,
             server,
             "UUID() (version 1)",
             ("UUID",),
-            "CombGuid(native_uuid=True) on MariaDB 10.11.5 or later",
+            "CombGuid(native_uuid=True) on MariaDB 10.11.6 or later (10.10.7, 11.0.4, "
+            "11.1.3, 11.2.2 in their series)",
+            fits="ascends within one server run (a restart starts a new run) only in",
         )
         return "(UUID())"
     server = server_named("MySQL", dialect)
@@ -164,6 +185,7 @@ def _compile_mssql(element: ServerUuid, compiler: SQLCompiler, **kw: Any) -> str
         "NEWSEQUENTIALID()",
         ("UNIQUEIDENTIFIER",),
         "CombGuid()",
+        fits="ascends (until Windows restarts) only in",
     )
     return "NEWSEQUENTIALID()"
 

@@ -2,7 +2,8 @@
 
 The column keeps the UUID only (the prefix belongs to the column), in
 :class:`~sqlalchemy_seqkeys.CombGuid`'s 16-byte storage, whose conversions this
-type calls; ``native_uuid=True`` uses MariaDB's own ``UUID`` from 10.11.5.
+type calls; ``native_uuid=True`` uses MariaDB's own ``UUID`` from 10.11.6 (10.10.7,
+11.0.4, 11.1.3, 11.2.2 in their series).
 
 User guide: docs/ids-in-apis.md (Prefixes with TypeID).
 """
@@ -51,9 +52,10 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
     back as ``TypeID`` objects with the column's prefix.
 
     :param prefix: the type of the ids, such as ``"user"`` (``""`` for none).
-    :param native_uuid: on MariaDB 10.11.5 and later, store in MariaDB's own
-        ``UUID`` type (as :class:`~sqlalchemy_seqkeys.CombGuid` with
-        ``native_uuid=True``) instead of ``BINARY(16)``; elsewhere ignored. A COMB
+    :param native_uuid: on MariaDB 10.11.6 and later (10.10.7, 11.0.4, 11.1.3,
+        11.2.2 in their series), store in MariaDB's own ``UUID`` type (as
+        :class:`~sqlalchemy_seqkeys.CombGuid` with ``native_uuid=True``) instead of
+        ``BINARY(16)``; elsewhere (an older MariaDB, MySQL) ignored. A COMB
         default is refused there (MariaDB's ``UUID`` sorts it out of minting order),
         and so is an id MariaDB's ``UUID`` refuses (version 8 to 15 with byte 8
         from 0x01 to 0x80), with :class:`~sqlalchemy_seqkeys.InvalidTypeIDError` when it
@@ -98,10 +100,11 @@ class TypeIDType(sqltypes.TypeDecorator[TypeID]):
         """The error for ``native_uuid`` on a ``mysql://`` dialect that never connected."""
         return InvalidTypeIDError(
             f"{self!r} cannot tell its storage on a mysql:// dialect that has not "
-            "connected: MariaDB 10.11.5 and later store it in its UUID type (bound as "
-            "text), MySQL and older MariaDB in BINARY(16) (bound as 16 bytes), and a "
-            "BINARY(16) column made from SQL rendered now would then be sent text by the "
-            "application connected to MariaDB. For offline SQL (alembic --sql, "
+            "connected: MariaDB 10.11.6 and later (10.10.7, 11.0.4, 11.1.3, 11.2.2 in "
+            "their series) store it in its UUID type (bound as text), MySQL and older "
+            "MariaDB in BINARY(16) (bound as 16 bytes), and a BINARY(16) column made from "
+            "SQL rendered now would then be sent text by the application connected to "
+            "MariaDB. For offline SQL (alembic --sql, "
             "CreateTable(...).compile(engine)) use a mariadb:// URL "
             "(mariadb+pymysql://...) for MariaDB, or native_uuid=False (BINARY(16)) for "
             "MySQL; or compile after the engine has connected"

@@ -150,8 +150,10 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
     ``process_result_value`` runs.
 
     ``native_uuid=True`` is the storage for UUIDv7 keys on MariaDB: its own
-    ``UUID`` type (16 bytes), which from 10.11.5 keeps UUIDs of version 6 and
-    up in time order; elsewhere (older MariaDB, MySQL, other engines) the
+    ``UUID`` type (16 bytes), which keeps UUIDs of version 6 and up in time
+    order from 10.11.6 (10.10.7, 11.0.4, 11.1.3, 11.2.2 in their series, and
+    every 11.3 and later; 10.11.5 stores them in order but compares them
+    wrongly, MDEV-31926); elsewhere (older MariaDB, MySQL, other engines) the
     column is what it would be without it. COMB values carry random bits where
     the version goes, so MariaDB's ``UUID`` type swaps the groups of many of
     them (those that read as versions 1 to 5) and scrambles their order: a
@@ -160,7 +162,8 @@ class CombGuid(sqltypes.TypeDecorator[uuid.UUID]):
     :param binary: store 16 bytes instead of the 36-character text where the
         engine has both (no change where its own UUID type is used).
     :param native_uuid: MariaDB's own ``UUID`` type where it keeps UUIDv7 keys
-        (``default=new_uuid7``) in order, MariaDB 10.11.5 and later; elsewhere
+        (``default=new_uuid7``) in order, MariaDB 10.11.6 and later (10.10.7,
+        11.0.4, 11.1.3, 11.2.2 in their series); elsewhere
         the column is what it would be without it. Not with ``binary``. A value
         MariaDB refuses (version 8 to 15 with byte 8 from 0x01 to 0x80) raises
         :class:`~sqlalchemy_seqkeys.InvalidGuidError` when it is stored (INSERT,

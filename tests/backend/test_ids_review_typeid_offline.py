@@ -3,7 +3,7 @@
 Such a dialect cannot tell MariaDB from MySQL. Before, it compiled the column
 as ``BINARY(16)`` and bound 16 bytes (offline DDL, ``alembic --sql``,
 ``CreateTable(...).compile(engine)`` before the first connection), while the
-same URL connected to MariaDB 10.11.5+ makes a ``UUID`` column and binds its
+same URL connected to MariaDB 10.11.6+ makes a ``UUID`` column and binds its
 36-character text. A table created from the offline DDL then received text in
 its ``BINARY(16)`` column: a raw ``DataError`` in strict mode, and with
 ``sql_mode=''`` the text cut to 16 bytes (ids read back wrong, duplicate keys).
@@ -81,7 +81,7 @@ def test_an_engine_not_yet_connected_refuses_then_works_once_connected(
         assert "native_uuid=False" in message
         with engine.begin() as conn:
             conn.execute(sa.text(f"DROP TABLE IF EXISTS {NAME}"))
-        # connected: the column is what the server keeps (UUID on 10.11.5+), and the
+        # connected: the column is what the server keeps (UUID on 10.11.6+), and the
         # refusal before the connection left nothing cached on the dialect
         ddl = str(CreateTable(table).compile(engine))
         table.create(engine)

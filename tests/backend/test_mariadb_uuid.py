@@ -2,7 +2,8 @@
 
 MariaDB 10.11.5+ swaps the groups of a UUID only when its version nibble is 1
 to 5 (byte 6 from 0x01 to 0x5F) and its variant's top bit is set (byte 8 >= 0x80),
-so version-7 keys sort in minting order in 16 bytes. COMB values carry random
+and from 10.11.6 (10.10.7, 11.0.4, 11.1.3, 11.2.2; MDEV-31926) compares the others
+by their bytes, so version-7 keys sort in minting order in 16 bytes. COMB values carry random
 bits where the version and variant go, so that type swaps some of them (about
 one in five) and their order is lost: shown here on the live server.
 """
@@ -165,7 +166,24 @@ def test_native_uuid_ddl(dialect: sa.Dialect, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("version", "native"),
-    [((10, 11, 4), False), ((10, 11, 5), True), ((11, 0, 2), False), ((11, 4, 2), True)],
+    [
+        ((10, 11, 4), False),
+        # 10.11.5 and 11.0.3 store version 7 unswapped (MDEV-29959) but compare
+        # it wrongly (MDEV-31926): the fixed releases of each series
+        ((10, 11, 5), False),
+        ((10, 11, 6), True),
+        ((11, 0, 2), False),
+        ((11, 0, 3), False),
+        ((11, 0, 4), True),
+        ((11, 1, 2), False),
+        ((11, 1, 3), True),
+        ((11, 2, 1), False),
+        ((11, 2, 2), True),
+        ((11, 3, 0), True),
+        ((11, 4, 2), True),
+        ((10, 10, 6), False),
+        ((10, 10, 7), True),
+    ],
 )
 def test_native_uuid_only_where_the_server_keeps_v7_order(
     version: tuple[int, ...], native: bool

@@ -71,6 +71,17 @@ SUPPORTED: dict[str, tuple[Callable[[], Dialect], Any, str]] = {
         CombGuid(native_uuid=True),
         "id UUID NOT NULL DEFAULT (UUID())",
     ),
+    # the first releases of their series that compare v7 in the UUID type right
+    "mariadb 10.10.7, UUID": (
+        with_version(mariadb, (10, 10, 7)),
+        CombGuid(native_uuid=True),
+        "id UUID NOT NULL DEFAULT (UUID())",
+    ),
+    "mariadb 11.2.2, UUID": (
+        with_version(mariadb, (11, 2, 2)),
+        CombGuid(native_uuid=True),
+        "id UUID NOT NULL DEFAULT (UUID())",
+    ),
     "mariadb dialect, no version": (
         MariaDBDialect,
         CombGuid(native_uuid=True),
@@ -112,11 +123,23 @@ REFUSED: dict[str, tuple[Callable[[], Dialect], Any, tuple[str, ...]]] = {
         CombGuid(),
         ("events.id", "CHAR(36)", "CombGuid(native_uuid=True)"),
     ),
-    # before 10.11.5 CombGuid(native_uuid=True) is CHAR(36) (the UUID type broke v7 order)
+    # before 10.11.6 (11.0.4, ...) CombGuid(native_uuid=True) is CHAR(36): the UUID
+    # type stored v7 swapped before 10.11.5 (MDEV-29959), compared it wrongly in
+    # 10.11.5 (MDEV-31926)
     "mariadb 10.11.4, native_uuid": (
         with_version(mariadb, (10, 11, 4)),
         CombGuid(native_uuid=True),
-        ("CHAR(36)", "10.11.5"),
+        ("CHAR(36)", "10.11.6"),
+    ),
+    "mariadb 10.11.5, native_uuid": (
+        with_version(mariadb, (10, 11, 5)),
+        CombGuid(native_uuid=True),
+        ("CHAR(36)", "10.11.6", "11.0.4", "11.1.3", "11.2.2"),
+    ),
+    "mariadb 11.1.2, native_uuid": (
+        with_version(mariadb, (11, 1, 2)),
+        CombGuid(native_uuid=True),
+        ("CHAR(36)", "11.1.3"),
     ),
     "mariadb 11.7, BINARY(16)": (
         with_version(mariadb, (11, 7, 2)),
