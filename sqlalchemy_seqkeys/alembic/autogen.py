@@ -17,7 +17,7 @@ import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 from alembic.operations import ops
@@ -53,7 +53,13 @@ from sqlalchemy_seqkeys.workers import MARK_COLUMN
 if TYPE_CHECKING:  # not at run time: Alembic loads the plugin while importing this
     from alembic.autogenerate.api import AutogenContext
 
-__all__ = ["declared_objects", "declared_sequences", "native_resyncs", "render_item"]
+__all__ = [
+    "declared_objects",
+    "declared_pooled",
+    "declared_sequences",
+    "native_resyncs",
+    "render_item",
+]
 
 _SEQUENCES_COLUMNS = {"name", "next_value"}
 _WORKERS_COLUMNS = {"worker_id", "owner", "expires_at"}  # and high_water_ms, from 0.2
@@ -145,22 +151,95 @@ def sequences_tables_needed(metadatas: list[sa.MetaData], dialect: sa.Dialect) -
     """The sequences tables that hold the declared sequences' rows on this engine.
 
     Whether the models declare those tables or not: such a table is never
-    proposed for dropping (:func:`keep_tables`).
+    proposed for dropping (:func:`keep_tables`). A pooled sequence counts also
+    where a column uses it in ``BitReversed(...)``.
 
     :param metadatas: the models' ``MetaData`` objects.
     :param dialect: the database's dialect.
     """
-    table_sequences, bit_reversed = declared_sequences(metadatas)
+    table_sequences, bit_reversed = _declared(metadatas)
     needed = {table for table, _ in table_sequences}
     if not has_sequences(dialect):
-        needed |= {sequence.table for sequence in bit_reversed.values()}
+        needed |= {sequence.table for sequence in bit_reversed}
     if not incrementing_sequences(dialect):
-        needed |= {
-            found.table
-            for found in declared_objects(metadatas, "seqkeys_pooled")
-            if isinstance(found, PooledSequence)
-        }
+        needed |= {sequence.table for sequence in declared_pooled(metadatas)}
     return needed
+
+
+def declared_pooled(metadatas: Iterable[sa.MetaData]) -> list[PooledSequence]:
+    """Every pooled sequence the models declare, once each, in the order found.
+
+    In what ``PooledSequence(..., metadata=...)`` attached and in the column
+    defaults, alone or in ``BitReversed(...)``.
+
+    :param metadatas: the models' ``MetaData`` objects.
+
+    Example::
+
+        >>> from sqlalchemy_seqkeys import BitReversed, PooledSequence
+        >>> md = sa.MetaData()
+        >>> t = sa.Table("t", md, sa.Column("id", sa.BigInteger, primary_key=True,
+        ...              default=BitReversed(PooledSequence("t_ctr", batch_size=10))))
+        >>> declared_pooled([md])
+        [PooledSequence('t_ctr', batch_size=10)]
+    """
+    found = (_unwrapped(d) for d in declared_objects(metadatas, "seqkeys_pooled"))
+    pooled = {id(s): s for s in found if isinstance(s, PooledSequence)}  # a default is seen twice
+    return list(pooled.values())
+
+
+def _unwrapped(found: object) -> object:
+    """The counter of a ``BitReversed(...)`` default; any other default as it is."""
+    return found.source if isinstance(found, BitReversed) else found
+
+
+def native_counter(sequence: PooledSequence | BitReversedSequence, dialect: sa.Dialect) -> bool:
+    """Whether ``sequence``'s counter is a native sequence on this engine (else a
+    sequences-table row).
+
+    :param sequence: a declared pooled or bit-reversed sequence.
+    :param dialect: the database's dialect.
+    """
+    if isinstance(sequence, PooledSequence):
+        return incrementing_sequences(dialect)
+    return has_sequences(dialect)
+
+
+_Counter = TypeVar("_Counter", PooledSequence, BitReversedSequence)
+
+#: where a counter lives: ``(schema, name)`` of a native sequence, ``(table, name)`` of a row
+Place = tuple[str | None, str]
+
+
+def counter_place(sequence: PooledSequence | BitReversedSequence, native: bool) -> Place:
+    """Where ``sequence``'s counter lives: ``(schema, name)`` of its native sequence, or
+    ``(table, name)`` of its sequences-table row, of which the schema is no part.
+
+    Two declarations of one place are one counter: ``PooledSequence("ids")`` and
+    ``PooledSequence("ids", schema="billing")`` are two native sequences, but one row.
+
+    :param sequence: a declared pooled or bit-reversed sequence.
+    :param native: whether its counter is a native sequence on this engine
+        (:func:`native_counter`).
+    """
+    return (sequence.schema, sequence.name) if native else (sequence.table, sequence.name)
+
+
+def by_place(sequences: Iterable[_Counter], native: bool) -> list[_Counter]:
+    """One declaration of each counter (the first found), in the order of their places
+    (the default schema's first).
+
+    :param sequences: declared sequences of one kind, with repeats.
+    :param native: whether their counters are native sequences on this engine.
+    """
+    found: dict[Place, _Counter] = {}
+    for sequence in sequences:
+        found.setdefault(counter_place(sequence, native), sequence)
+    return [found[place] for place in sorted(found, key=_place_order)]
+
+
+def _place_order(place: Place) -> tuple[bool, str, str]:
+    return (place[0] is not None, place[0] or "", place[1])
 
 
 def keep_tables(upgrade_ops: ops.UpgradeOps, tables: set[str]) -> None:
@@ -269,7 +348,8 @@ def declared_sequences(
 
     Found in the column defaults of every table, and in what
     ``TableSequence(..., metadata=...)`` and ``BitReversedSequence(..., metadata=...)``
-    attached (with no column using them).
+    attached (with no column using them). The bit-reversed sequences are by name: of two
+    of one name in two schemas, the last found (autogenerate proposes both).
 
     :param metadatas: the models' ``MetaData`` objects.
 
@@ -283,8 +363,16 @@ def declared_sequences(
         >>> declared_sequences([md])
         ({('sequences', 't_id'): 10}, {})
     """
+    table_sequences, bit_reversed = _declared(metadatas)
+    return table_sequences, {sequence.name: sequence for sequence in bit_reversed}
+
+
+def _declared(
+    metadatas: Iterable[sa.MetaData],
+) -> tuple[dict[tuple[str, str], int], list[BitReversedSequence]]:
+    """:func:`declared_sequences`, with every bit-reversed sequence found (once per use)."""
     table_sequences: dict[tuple[str, str], int] = {}
-    bit_reversed: dict[str, BitReversedSequence] = {}
+    bit_reversed: list[BitReversedSequence] = []
     metadatas = list(metadatas)  # read twice
     attached_table_sequences = (
         sequence
@@ -295,10 +383,9 @@ def declared_sequences(
         declared_objects(metadatas, "seqkeys_bit_reversed"), attached_table_sequences
     ):
         if isinstance(found, BitReversedSequence):
-            bit_reversed[found.name] = found
+            bit_reversed.append(found)
             continue
-        if isinstance(found, BitReversed):
-            found = found.source
+        found = _unwrapped(found)
         if isinstance(found, TableSequence):
             table_sequences[(found.table, found.name)] = found.start
     return table_sequences, bit_reversed
@@ -438,12 +525,13 @@ def compare_seqkeys(
     existing = set(inspector.get_table_names())
     dialect = conn.dialect
     native = has_sequences(dialect)
-    table_sequences, bit_reversed = declared_sequences(metadatas)
+    table_sequences, declared_bit_reversed = _declared(metadatas)
+    bit_reversed = by_place(declared_bit_reversed, native)
 
     keep_tables(upgrade_ops, sequences_tables_needed(metadatas, dialect))
     needed_tables = {table for table, _ in table_sequences}
     if not native:
-        needed_tables |= {s.table for s in bit_reversed.values()}
+        needed_tables |= {s.table for s in bit_reversed}
     created = {op.name for op in upgrade_ops.ops if isinstance(op, CreateSequencesTableOp)}
     for table in sorted(needed_tables - existing - created):
         # the emulation needs the table even where the models do not declare it
@@ -477,7 +565,8 @@ def compare_seqkeys(
             upgrade_ops.ops.append(UpgradeWorkerLeaseTableOp(table))
 
     sequence_names: dict[str | None, set[str]] = {}
-    for name, sequence in sorted(bit_reversed.items()):
+    for sequence in bit_reversed:
+        name = sequence.name
         if native:
             if sequence.schema not in sequence_names:
                 found = inspector.get_sequence_names(schema=sequence.schema)
@@ -533,23 +622,39 @@ def native_resyncs(
     sequence: PooledSequence | BitReversedSequence,
     op_class: type[NativeResyncOp],
 ) -> tuple[SeqKeysOp, ...]:
-    """The resyncs (``op_class``) after a new native sequence, for each column of a table
-    the database has whose default is that sequence: the same class, name, schema and
-    sequences table.
+    """The resyncs after a new pooled or bit-reversed sequence, for each column of a table
+    the database has whose default uses its counter (:func:`counter_place`: the same
+    native sequence, or the same sequences-table row).
+
+    A column whose default is the sequence gets ``op_class``; one whose default is
+    ``BitReversed`` of a pooled sequence gets the bit-reversed resync, past the largest
+    ``reverse_bits(key)``: ``op.resync_bit_reversed_sequence``, or where the engine has
+    native sequences but the pooled counter is a row (Spanner)
+    ``op.resync_bit_reversed_table_sequence``.
 
     :param autogen_context: Alembic's context of the autogenerate run.
     :param sequence: the sequence the migration creates.
     :param op_class: its resync: past ``MAX(column)`` for a pooled sequence, past the
         largest ``reverse_bits(key)`` for a bit-reversed one.
     """
-    return tuple(
-        op_class(
-            sequence.name, users.name, column.name, users.schema, sequence.schema, sequence.table
-        )
-        for users, column in existing_users(
-            autogen_context, functools.partial(_is_same_sequence, sequence=sequence)
-        )
-    )
+    dialect = autogen_context.dialect
+    assert dialect is not None  # autogenerate compares against a database
+    native = native_counter(sequence, dialect)
+    name, schema, rows = sequence.name, sequence.schema, sequence.table
+    uses = functools.partial(_uses_counter, sequence=sequence, native=native)
+    resyncs: list[SeqKeysOp] = [
+        op_class(name, users.name, column.name, users.schema, schema, rows)
+        for users, column in existing_users(autogen_context, uses)
+    ]
+    if isinstance(sequence, PooledSequence):
+        wrapped = functools.partial(_uses_counter, sequence=sequence, native=native, wrapped=True)
+        for users, column in existing_users(autogen_context, wrapped):
+            where = (name, users.name, column.name, users.schema)
+            if not native and has_sequences(dialect):  # the native op would seek a sequence
+                resyncs.append(ResyncBitReversedTableSequenceOp(*where, rows))
+            else:
+                resyncs.append(ResyncBitReversedSequenceOp(*where, schema, rows))
+    return tuple(resyncs)
 
 
 def _is_bit_reversed_counter(found: object, key: tuple[str, str]) -> bool:
@@ -558,15 +663,23 @@ def _is_bit_reversed_counter(found: object, key: tuple[str, str]) -> bool:
     return isinstance(source, TableSequence) and (source.table, source.name) == key
 
 
-def _is_same_sequence(found: object, sequence: PooledSequence | BitReversedSequence) -> bool:
-    """Whether a column default is ``sequence``: its class, and where it lives."""
+def _uses_counter(
+    found: object,
+    sequence: PooledSequence | BitReversedSequence,
+    native: bool,
+    wrapped: bool = False,
+) -> bool:
+    """Whether a column default is ``sequence`` (with ``wrapped``: ``BitReversed`` of it):
+    its class, and the counter it takes its values from (:func:`counter_place`)."""
+    if wrapped:
+        if not isinstance(found, BitReversed):
+            return False
+        found = found.source
+    if not isinstance(found, PooledSequence | BitReversedSequence):
+        return False
     if type(found) is not type(sequence):
         return False
-    return (found.name, found.schema, found.table) == (
-        sequence.name,
-        sequence.schema,
-        sequence.table,
-    )
+    return counter_place(found, native) == counter_place(sequence, native)
 
 
 _Check = Callable[[sa.Column[Any], sa.Column[Any]], bool]

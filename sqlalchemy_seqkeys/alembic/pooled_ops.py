@@ -24,7 +24,8 @@ from alembic.util import PriorityDispatchResult
 
 from sqlalchemy_seqkeys._dialect import incrementing_sequences
 from sqlalchemy_seqkeys.alembic.autogen import (
-    declared_objects,
+    by_place,
+    declared_pooled,
     keep_tables,
     metadatas_of,
     native_resyncs,
@@ -189,8 +190,9 @@ def _resync_pooled(operations: Operations, operation: ResyncPooledSequenceOp) ->
 def declared_pooled_sequences(metadatas: Iterable[sa.MetaData]) -> dict[str, PooledSequence]:
     """The pooled sequences the models declare, by name.
 
-    Found in the column defaults of every table, and in what
-    ``PooledSequence(..., metadata=...)`` attached.
+    Found in the column defaults of every table, alone or in ``BitReversed(...)``, and in
+    what ``PooledSequence(..., metadata=...)`` attached. Of two of one name in two
+    schemas, the last found (autogenerate proposes both).
 
     :param metadatas: the models' ``MetaData`` objects.
 
@@ -203,8 +205,7 @@ def declared_pooled_sequences(metadatas: Iterable[sa.MetaData]) -> dict[str, Poo
         >>> declared_pooled_sequences([md])
         {'order_id': PooledSequence('order_id', batch_size=20)}
     """
-    declared = declared_objects(metadatas, "seqkeys_pooled")
-    return {found.name: found for found in declared if isinstance(found, PooledSequence)}
+    return {found.name: found for found in declared_pooled(metadatas)}
 
 
 def _tables_created(upgrade_ops: alembic_ops.UpgradeOps) -> set[str]:
@@ -229,7 +230,10 @@ def compare_pooled_sequences(
     and altering a live pooled sequence is not a change to generate. A new
     one that is the default of a column of a table the database has is
     followed by ``op.resync_pooled_sequence(...)`` (the table may hold rows),
-    and the sequences table the sequences use is never proposed for dropping.
+    or, where the default is ``BitReversed`` of it, by the bit-reversed resync
+    (past the largest ``reverse_bits(key)``); the sequences table the sequences
+    use is never proposed for dropping. Two of one name in two schemas are two
+    native sequences, but one sequences-table row.
 
     :param autogen_context: Alembic's context of the autogenerate run.
     :param upgrade_ops: the operations found so far; ``op.create_pooled_sequence(...)``
@@ -244,19 +248,21 @@ def compare_pooled_sequences(
     conn = autogen_context.connection
     if not metadatas or conn is None or None not in schemas:
         return PriorityDispatchResult.CONTINUE
-    declared = declared_pooled_sequences(metadatas)
-    if not declared:
-        return PriorityDispatchResult.CONTINUE
     inspector = autogen_context.inspector
     native = incrementing_sequences(conn.dialect)
+    # one of each counter: a native sequence per (schema, name), a row per (table, name)
+    declared = by_place(declared_pooled(metadatas), native)
+    if not declared:
+        return PriorityDispatchResult.CONTINUE
     keep_tables(upgrade_ops, sequences_tables_needed(metadatas, conn.dialect))
     existing_tables = set(inspector.get_table_names())
     if not native:
-        needed = {sequence.table for sequence in declared.values()}
+        needed = {sequence.table for sequence in declared}
         for table in sorted(needed - existing_tables - _tables_created(upgrade_ops)):
             upgrade_ops.ops.append(CreateSequencesTableOp(table))
     names: dict[str | None, set[str]] = {}
-    for name, sequence in sorted(declared.items()):
+    for sequence in declared:
+        name = sequence.name
         if native:
             if sequence.schema not in names:
                 names[sequence.schema] = set(inspector.get_sequence_names(schema=sequence.schema))
@@ -267,6 +273,7 @@ def compare_pooled_sequences(
             create = CreatePooledSequenceOp(
                 name, sequence.batch_size, sequence.start, sequence.schema, sequence.table
             )
+            # a plain key's resync, and a BitReversed(...) key's bit-reversed one
             create.followed_by = native_resyncs(autogen_context, sequence, ResyncPooledSequenceOp)
             upgrade_ops.ops.append(create)
     return PriorityDispatchResult.CONTINUE
