@@ -58,7 +58,9 @@ _MAX_ANY_ID = 2**64 - 1
 # -- digit rotation ------------------------------------------------------------
 
 
-def _check_digits(value: object, digits: object) -> str:
+def _check_digits(value: object, digits: object, name: str) -> tuple[int, str, int]:
+    """``value`` and ``digits`` checked for ``name`` (rotate_digits, unrotate_digits):
+    the value, its decimal digits and the count to move."""
     hint = "digit rotation takes a non-negative int"
     checked = check_int(value, "value", InvalidSnowflakeError, min=0, hint=hint)
     if checked > _MAX_ANY_ID:
@@ -69,26 +71,54 @@ def _check_digits(value: object, digits: object) -> str:
             "(one a BIGINT column holds: up to 2**63 - 1)"
         )
     text = str(checked)
-    digits = check_int(digits, "digits", InvalidSnowflakeError, min=1)
-    if len(text) <= digits:
-        # an id has at most 20 digits: a larger count is not printed (it may not print)
-        why = (
-            f"rotating {digits} needs at least {digits + 1}"
-            if digits < 100
-            else "far fewer than digits= asks to rotate"
-        )
-        raise InvalidSnowflakeError(
-            f"{value} has {len(text)} digit(s); {why}: pass digits below {len(text)}"
-        )
-    return text
+    count = check_int(digits, "digits", InvalidSnowflakeError, min=1)
+    if len(text) <= count:
+        raise _too_small(checked, len(text), count, name)
+    return checked, text, count
 
 
-def _checked(result: str, value: int) -> int:
+def _too_small(value: int, length: int, digits: int, name: str) -> InvalidSnowflakeError:
+    # The first digit stays first: a value needs more digits than the count that moves.
+    # An id has at most 20 digits: a larger count is not printed (it may not print).
+    if digits < 100:
+        needs = f"{_call(name, None, digits)} needs at least {digits + 1} digits"
+    else:
+        needs = f"{name} needs more digits than digits= asks to move"
+    fewer = f"digits={length - 1} or less, or " if length > 1 else ""
+    if name == "rotate_digits":
+        fix = (
+            f"Pass {fewer}a larger value; snowflake ids this small are minted just after "
+            "the layout's epoch: give the layout an epoch further before the first id"
+        )
+    else:
+        fix = f"Pass {fewer}a value that rotate_digits gave (with the same digits=)"
+    verb = name.partition("_")[0]
+    return InvalidSnowflakeError(
+        f"{value} has {length} digit(s), too small to {verb}: {needs} (the first digit "
+        f"stays first). {fix}"
+    )
+
+
+def _call(name: str, value: int | None, digits: int) -> str:
+    """How the call reads in a message: ``rotate_digits(7, digits=2)``."""
+    args = [] if value is None else [str(value)]
+    if digits != 1 or value is None:
+        args.append(f"digits={digits}")
+    return f"{name}({', '.join(args)})"
+
+
+def _checked(result: str, value: int, digits: int, name: str) -> int:
     rotated = int(result)
     if rotated > MAX_INT64:
+        fix = (
+            "ids whose last digits are large need a layout with fewer timestamp bits"
+            if name == "rotate_digits"
+            else "pass a value that rotate_digits gave from an id of at most 2**63 - 1, "
+            "with the same digits="
+        )
         raise InvalidSnowflakeError(
-            f"rotating {value} gives {rotated}, past 2**63 - 1; it would not fit a BIGINT "
-            "(ids whose last digits are large need a layout with fewer timestamp bits)"
+            f"{_call(name, value, digits)} gives {rotated}, past 2**63 - 1; it would not "
+            f"fit a BIGINT ({fix})"
         )
     return rotated
 
@@ -110,8 +140,8 @@ def rotate_digits(value: int, digits: int = 1) -> int:
         >>> rotate_digits(561632371728711680)
         506163237172871168
     """
-    text = _check_digits(value, digits)
-    return _checked(text[0] + text[-digits:] + text[1:-digits], value)
+    checked, text, count = _check_digits(value, digits, "rotate_digits")
+    return _checked(text[0] + text[-count:] + text[1:-count], checked, count, "rotate_digits")
 
 
 def unrotate_digits(value: int, digits: int = 1) -> int:
@@ -125,8 +155,9 @@ def unrotate_digits(value: int, digits: int = 1) -> int:
         >>> unrotate_digits(566163237172451737)
         561632371724517376
     """
-    text = _check_digits(value, digits)
-    return _checked(text[0] + text[1 + digits :] + text[1 : 1 + digits], value)
+    checked, text, count = _check_digits(value, digits, "unrotate_digits")
+    rotated = text[0] + text[1 + count :] + text[1 : 1 + count]
+    return _checked(rotated, checked, count, "unrotate_digits")
 
 
 def _inverse_of(transform: Callable[[int], int]) -> Callable[[int], int] | None:
@@ -506,7 +537,7 @@ class _Sequence:
         "_given_up",
         "_halted",
         "_last",
-        "_max_back_ticks",
+        "_max_back_ns",
         "_reclaims",
         "_seq_span",
         "_slack",
@@ -556,7 +587,9 @@ class _Sequence:
         self._seq_span = ((1 << layout.sequence_bits) - 1) * self._step
         # a 64-bit layout in a BIGINT stops below 2**63: the layout says where
         self._tick_limit = layout.tick_limit
-        self._max_back_ticks = int(max_backwards_ms * 1_000_000 // ticks.unit_ns)
+        # a step back is measured in ns, whatever the tick's length (a step of 2 ms
+        # across the edge of a 1 s tick needs a 2 ms wait, not a tick's)
+        self._max_back_ns = max_backwards_ms * 1_000_000
         # The previous holder's ids reach tick ``_floor``; ours start above it.
         self._floor = -1 if lease is None else ticks.through_ms(lease.floor_ms)
         self._reclaims = lease is not None and lease.reclaimable
@@ -739,12 +772,15 @@ class _Sequence:
                 self._publish(_STOPPED)  # (a tick ours ended before it: it may be this one)
                 self._last = last = used
         if now < last:
-            back = last - now
-            if not self.waits or back > self._max_back_ticks:
-                raise ClockMovedBackwardsError(back * ticks.unit_ns / 1e6)
-            # wait the step out
+            # The clock read at least the start of tick ``last`` when it was minted in:
+            # it stepped back by at least ``step`` ns, and has that far to go to reach
+            # it again. Waited out, the id is minted in ``last`` past its sequence so
+            # far (or, used up, in the next tick): never one of a used tick again.
             until = ticks.start_ns(last)
-            raise _Wait(min(back * ticks.unit_ns / 1e9, 0.01), until_ns=until, read_ns=t)
+            step = until - t
+            if not self.waits or step > self._max_back_ns:
+                raise ClockMovedBackwardsError(step / 1e6)
+            raise _Wait(min(step / 1e9, 0.01), until_ns=until, read_ns=t)
         if now == last:
             s = self.box[0]
             if s is not _STOPPED:  # _STOPPED: a tick another sequence minted in

@@ -923,7 +923,10 @@ class WorkerLease(_RenewedWorkerId):
     when every id is held by a live lease, and
     :class:`~sqlalchemy_seqkeys.ClockSkewError` when the clocks disagree
     beyond those bounds; a bad argument raises
-    :class:`~sqlalchemy_seqkeys.InvalidLeaseError` at construction.
+    :class:`~sqlalchemy_seqkeys.InvalidLeaseError` at construction. So does
+    starting on in-memory SQLite that the renewal thread would not share (each
+    connection has a database of its own): use a database file, or
+    ``poolclass=StaticPool`` with ``connect_args={"check_same_thread": False}``.
 
     Example::
 
@@ -1027,6 +1030,7 @@ class WorkerLease(_RenewedWorkerId):
 
     def _start_locked(self) -> None:
         self._begin_start()
+        self._check_renewable()
         self._claim(self._start_renewal)
         try:
             self._wait_past_floor()
@@ -1065,6 +1069,24 @@ class WorkerLease(_RenewedWorkerId):
         self._token = _fork.process_token()
         self.owner = self._row.owner = uuid.uuid4().hex
         self._check_table_name()
+
+    def _check_renewable(self) -> None:
+        """Raise InvalidLeaseError (and close) where the renewal thread cannot reach the
+        database: an in-memory SQLite one the thread would not share. Before any claim.
+
+        An AsyncWorkerLease renews on its loop's thread, through the engine's own
+        pool there (``_twin``): it never asks.
+        """
+        try:
+            why = _unrenewable(self.engine)
+        except _db_errors(self.engine) as exc:
+            self._closed.set()
+            raise self._database_error(exc) from exc
+        if why is not None:
+            self._closed.set()
+            raise InvalidLeaseError(
+                f"a WorkerLease cannot be renewed on this engine: {why}. Nothing was claimed"
+            )
 
     def _claim(self, begin: Callable[[], None]) -> None:
         """Claim a worker id and ``begin`` renewing it, unless the lease is closed meanwhile.
@@ -1723,6 +1745,77 @@ def _is_async_engine(engine: object) -> bool:
     # An AsyncEngine exists only once its module was imported: no import here.
     module = sys.modules.get("sqlalchemy.ext.asyncio")
     return module is not None and isinstance(engine, module.AsyncEngine)
+
+
+def _unrenewable(engine: sa.Engine) -> str | None:
+    """Why a thread of its own cannot renew a lease on ``engine``; None if it can.
+
+    An in-memory SQLite database is its connection's own (a shared-cache one,
+    ``cache=shared``, every connection of the process opens). The renewal
+    thread reaches it only through a pool whose one connection every thread
+    shares (``StaticPool``: of the pools ``shares_one_connection`` names, as
+    ``_twin`` asks, not ``SingletonThreadPool``, whose one connection is per
+    thread), and only if that connection takes calls from other threads.
+    """
+    if not _per_connection_memory(engine.url):
+        return None
+    file_db = "a database file (sqlite:///ids.db)"
+    shared = (
+        'create_engine("sqlite://", poolclass=StaticPool, '
+        'connect_args={"check_same_thread": False})'
+    )
+    pool = type(engine.pool).__name__
+    if not isinstance(engine.pool, sa.pool.StaticPool):
+        return (
+            f"its SQLite database is in memory, where every connection has a database of "
+            f"its own, and its pool ({pool}) opens another connection for the lease's "
+            "renewal thread: an empty database, in which the lease could not be renewed "
+            f"and would expire one ttl after start. Use {file_db}, or one in-memory "
+            f"connection for every thread: {shared}"
+        )
+    refused = _other_threads_refused(engine)
+    if refused is None:
+        return None
+    return (
+        "its in-memory SQLite database is the one connection of its StaticPool, which "
+        f"refuses threads other than the one that opened it ({refused}), the lease's "
+        'renewal thread among them. Pass connect_args={"check_same_thread": False} to '
+        f"create_engine ({shared}), or use {file_db}"
+    )
+
+
+def _per_connection_memory(url: sa.URL) -> bool:
+    """True for an in-memory SQLite database of each connection's own: ``sqlite://``,
+    ``:memory:``, a ``mode=memory`` URI, unless ``cache=shared`` (as
+    ``sequences.table``'s ``database_key`` reads it, a shared cache apart)."""
+    return (
+        url.get_backend_name() == "sqlite"
+        and (url.database in (None, "", ":memory:") or url.query.get("mode") == "memory")
+        and url.query.get("cache") != "shared"
+    )
+
+
+def _other_threads_refused(engine: sa.Engine) -> str | None:
+    """The error the engine's (one) connection raises in another thread (None: none).
+
+    sqlite3 checks the thread as a cursor is made (``check_same_thread``):
+    nothing runs on the connection, and it stays as it was.
+    """
+    failed: list[str] = []
+
+    def probe(driver: Any) -> None:
+        try:
+            driver.cursor().close()
+        except Exception as exc:  # reported: the renewal would fail alike
+            failed.append(f"{type(exc).__name__}: {exc}")
+
+    with engine.connect() as conn:
+        thread = threading.Thread(
+            target=probe, args=(conn.connection.driver_connection,), name="seqkeys-lease-probe"
+        )
+        thread.start()
+        thread.join()
+    return failed[0] if failed else None
 
 
 def _twin(engine: AsyncEngine) -> tuple[AsyncEngine, bool]:
