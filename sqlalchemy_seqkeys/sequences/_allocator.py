@@ -103,8 +103,9 @@ class Blocks:
         self.pid = os.getpid()
         #: fetches a block in the calling thread (the one-at-a-time ways)
         self.fetch: Callable[[], Block] | None = None
-        #: called once per block, by the caller that takes the value at its mark
-        self.refill: Callable[[], None] | None = None
+        #: called once per block by the caller that takes the value at its mark, with
+        #: what that caller gave :meth:`take` (its connection; None: none)
+        self.refill: Callable[[Any], None] | None = None
         #: asyncio: starts a lane task that fetches a block, and that task
         #: (touched by the loop's thread only)
         self.spawn: Callable[[], None] | None = None
@@ -112,22 +113,25 @@ class Blocks:
 
     # -- the hot path ---------------------------------------------------------------
 
-    def take(self) -> int | None:
-        """A value of the current block, or None when it is used up. Takes no lock."""
+    def take(self, holder: object = None) -> int | None:
+        """A value of the current block, or None when it is used up. Takes no lock.
+
+        ``holder`` (the caller's connection) goes to :attr:`refill` at the mark.
+        """
         if NO_GIL:
-            return self._take_locked()
+            return self._take_locked(holder)
         values, mark = self.block
         value = next(values, None)
         if value == mark and self.refill is not None:
-            self.refill()
+            self.refill(holder)
         return value
 
-    def _take_locked(self) -> int | None:
+    def _take_locked(self, holder: object) -> int | None:
         with self.lock:
             values, mark = self.block
             value = next(values, None)
         if value == mark and self.refill is not None:
-            self.refill()
+            self.refill(holder)
         return value
 
     # -- under the lock -------------------------------------------------------------
@@ -216,7 +220,9 @@ class Blocks:
         Callers that need the block being fetched wait for it, at most
         ``waits.timeout`` s. None: the block is used up and ``may_stay()`` said
         the caller must take its value in its own transaction instead (it may
-        hold a write lock the fetch would wait for).
+        hold a lock the fetch would wait for); asked before a refill's error is
+        raised, which may have come from that very lock: the error stays for
+        the next caller that needs a block.
         """
         deadline: float | None = None
         waited_since: int | None = None  # fetches ended when this call began to wait
@@ -227,12 +233,12 @@ class Blocks:
             with self.lock:
                 if not self.used_up():
                     continue  # a block came meanwhile
+                if may_stay():
+                    return None  # never wait on (or fail with) a fetch that waits for our lock
                 if (failure := self.failure_since(waited_since)) is not None:
                     waits.raise_error(self, failure)  # the fetch it waited for
                 if self.error is not None:
                     waits.raise_error(self)  # a refill's, kept for the next caller
-                if may_stay():
-                    return None  # never wait on a fetch that waits for our write lock
                 if self.fetching:
                     if waited_since is None:
                         waited_since = self.fetched
@@ -306,7 +312,7 @@ class Blocks:
         Only the loop's thread touches this state, and a greenlet switches only
         where it waits, so each check-then-set step is atomic. A caller
         cancelled while waiting loses nothing: the task goes on, its block
-        is installed for the next caller.
+        is installed for the next caller. None: as for :meth:`take_waiting`.
         """
         deadline: float | None = None
         waited_since: int | None = None
@@ -314,12 +320,12 @@ class Blocks:
             value = self.take_held()  # its lock: never contended, one thread only
             if value is not None:
                 return value
+            if may_stay():  # as in take_waiting: before a refill's error, which stays
+                return None
             if (failure := self.failure_since(waited_since)) is not None:
                 waits.raise_error(self, failure)
             if self.error is not None:
                 waits.raise_error(self)
-            if may_stay():
-                return None
             if self.task is None:
                 assert self.spawn is not None
                 self.spawn()

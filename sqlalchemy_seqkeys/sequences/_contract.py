@@ -34,7 +34,13 @@ from sqlalchemy_seqkeys._validate import check_flag, check_instance, check_name
 from sqlalchemy_seqkeys.errors import SeqKeysError, SequenceExistsError, SequenceNotFoundError
 
 from . import _aio
-from .table import block_holders, drop_table_sequence, native_key, sequences_table
+from .table import (
+    block_holders,
+    drop_table_sequence,
+    native_key,
+    sequences_table,
+    sequences_table_exists,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine.default import DefaultExecutionContext
@@ -476,7 +482,7 @@ class NativeOrRowSequence(SequenceContract):
             if self._native(conn.dialect):
                 self._check_identifiers(conn.dialect)
                 dropped = drop_native(conn, self.sequence, checkfirst=checkfirst, error=self._error)
-            elif not checkfirst or sa.inspect(conn).has_table(self.table):
+            elif not checkfirst or sequences_table_exists(conn, self.table):
                 dropped = drop_table_sequence(
                     conn, self.name, table=self.table, checkfirst=checkfirst
                 )

@@ -22,12 +22,12 @@ from sqlalchemy_seqkeys.errors import SequenceAllocationError, SequenceMovedBack
 from . import _lane
 from ._allocator import Block, Blocks, BlockStore, Waits, range_block, values_block
 from ._retry import error_in_callers_transaction, retrying
-from .table import allocate, block_holders, received, row_key, tenant_of
+from .table import allocate, block_holders, received, row_key, tenant_of, wrote_row_here
 
 __all__ = ["BlockModes", "RowAllocations", "allocation_engine", "must_stay_on"]
 
 
-# -- SQLite: does the flush's transaction hold the write lock? ---------------
+# -- does the caller's transaction hold a lock a second connection would wait for? --
 
 
 def _sqlite_holds_write_lock(conn: sa.Connection) -> bool:
@@ -38,9 +38,20 @@ def _sqlite_holds_write_lock(conn: sa.Connection) -> bool:
     return bool(getattr(conn.connection.driver_connection, "in_transaction", False))
 
 
-def must_stay_on(conn: sa.Connection) -> bool:
-    """Whether a value must be taken on ``conn``: it may hold the one write lock (SQLite)."""
-    return facts(conn.dialect).single_writer_lock and _sqlite_holds_write_lock(conn)
+def must_stay_on(conn: sa.Connection, name: str) -> bool:
+    """Whether a value of sequence row ``name`` must be taken on ``conn``, in its transaction.
+
+    Where that transaction may hold the one write lock (SQLite), or has
+    written the row through this library (a create, drop, resync or
+    allocation joined to it: ``table.wrote_row``): an allocation on a second
+    connection would wait for a lock the caller's own transaction holds, for
+    good on PostgreSQL, or not see a row created in it. Such a value is taken
+    alone, never as a block: it returns to the sequence with a rollback of the
+    transaction, as the rows that used it go.
+    """
+    if facts(conn.dialect).single_writer_lock and _sqlite_holds_write_lock(conn):
+        return True
+    return wrote_row_here(conn, name)
 
 
 def allocation_engine(engine: sa.Engine, conn: sa.Connection | None) -> sa.Engine:
@@ -80,8 +91,8 @@ class RowAllocations:
         return self.allocate_in(conn, n)
 
     def separate(self, engine: sa.Engine, conn: sa.Connection | None, n: int = 1) -> int:
-        """``separate``: in a transaction of its own (SQLite's writer: the caller's)."""
-        if conn is not None and must_stay_on(conn):
+        """``separate``: in a transaction of its own (one holding the row's lock: the caller's)."""
+        if conn is not None and must_stay_on(conn, self.name):
             return self.allocate_in(conn, n)
         return self.allocate_separately(allocation_engine(engine, conn), n)
 
@@ -193,16 +204,16 @@ class BlockModes(RowAllocations):
         if engine.dialect.is_async:
             return self._take_async(engine, conn)
         state = self.blocks.of(engine if conn is None else conn)
-        value = state.take()
+        value = state.take(conn)
         if value is not None:
             return value
         # the block is used up: a spare, a fetch (here or in a refill thread), or a wait
         value = state.take_waiting(
             self.waits,
             background=state.refill is not None,
-            may_stay=lambda: conn is not None and must_stay_on(conn),
+            may_stay=lambda: conn is not None and must_stay_on(conn, self.name),
         )
-        if value is None:  # never wait on a fetch that waits for our write lock
+        if value is None:  # never wait on a fetch that waits for our lock
             return self.allocate_in(conn, 1)  # type: ignore[arg-type]
         return value
 
@@ -210,19 +221,23 @@ class BlockModes(RowAllocations):
         """The blocks of one pool and tenant, fetched in the caller's thread or a refill thread."""
         engine = bind if isinstance(bind, sa.Engine) else bind.engine
         alloc_engine = allocation_engine(engine, None if bind is engine else bind)  # type: ignore[arg-type]
-        size, low_watermark = self.batch_size, self.low_watermark
+        size, low_watermark, name = self.batch_size, self.low_watermark, self.name
         state = Blocks()
 
         def fetch() -> Block:
             first = self.allocate_separately(alloc_engine, size)
             return range_block(first, first + size, low_watermark)
 
+        def refill(holder: sa.Connection | None) -> None:  # at the low watermark
+            if holder is None or not must_stay_on(holder, name):
+                state.start_refill()  # else it would wait for the holder's lock, and fail
+
         state.fetch = fetch
         # A pool that hands every checkout one connection (in-memory SQLite: a
         # database per thread, or one shared connection) is not the same
         # database in another thread: async_batch fetches in the caller's thread there.
         if low_watermark is not None and not _lane.shares_one_connection(engine):
-            state.refill = state.start_refill
+            state.refill = refill
         return state
 
     # -- asyncio: blocks per lane, fetched by the lane's tasks --------------------
@@ -237,11 +252,11 @@ class BlockModes(RowAllocations):
             return self._take_on_one_connection(engine, conn)
         lane = _lane.lane_for(engine)
         state = self.lane_blocks.of(engine if conn is None else conn, lane)
-        value = state.take()
+        value = state.take(conn)
         if value is not None:
             return value
         value = state.take_on_lane(
-            self.waits, _lane.wait, lambda: conn is not None and must_stay_on(conn)
+            self.waits, _lane.wait, lambda: conn is not None and must_stay_on(conn, self.name)
         )
         if value is None:
             return self.allocate_in(conn, 1)  # type: ignore[arg-type]
@@ -277,7 +292,9 @@ class BlockModes(RowAllocations):
         def spawn() -> None:
             state.task = live_lane().spawn(state.fetch_on_lane(fetch), name)
 
-        def refill() -> None:  # at the low watermark
+        def refill(holder: sa.Connection | None) -> None:  # at the low watermark
+            if holder is not None and must_stay_on(holder, name):
+                return  # it would wait for the holder's lock, and fail
             current = lane_ref()
             idle = state.task is None and current is not None and not current.closed
             if idle and not state.spares and state.error is None:
@@ -294,7 +311,7 @@ class BlockModes(RowAllocations):
         size = self.batch_size
 
         def fetch() -> Block:
-            if conn is not None and must_stay_on(conn):
+            if conn is not None and must_stay_on(conn, self.name):
                 return values_block([self.allocate_in(conn, 1)])  # in the caller's transaction
             first = self.allocate_now(alloc_engine, size)
             return range_block(first, first + size)

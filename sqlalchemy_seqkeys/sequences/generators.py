@@ -34,6 +34,7 @@ from .table import (
     create_table_sequence,
     drop_table_sequence,
     sequences_table,
+    sequences_table_exists,
     statement_map,
     with_schema_map,
 )
@@ -269,7 +270,7 @@ class TableSequence(SequenceContract, PositionalDefault):
     def _drop_attached(self, conn: sa.Connection, dropping: set[str], *, checkfirst: bool) -> None:
         if self.table in dropping:
             return  # its row goes with the table (Spanner refuses a DROP after a DELETE)
-        if not checkfirst or sa.inspect(conn).has_table(self.table):
+        if not checkfirst or sequences_table_exists(conn, self.table):  # the tenant's
             self.drop(conn, checkfirst=checkfirst)
 
     def _create_statements(self, dialect: sa.Dialect, metadata: sa.MetaData) -> list[Any]:

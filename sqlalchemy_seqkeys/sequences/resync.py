@@ -32,6 +32,7 @@ from .table import (
     raise_if_table_missing,
     raise_missing_or_exhausted,
     table_clause,
+    wrote_row,
 )
 
 __all__ = ["resync_statement", "resync_table_sequence", "resync_table_sequence_async"]
@@ -66,13 +67,14 @@ def raise_if_source_missing(
     source = highest.get_final_froms()[0]
     assert isinstance(source, sa.Table)
     column = next(iter(source.c)).name
-    where = f"{source.schema}.{source.name}" if source.schema else source.name
-    where_parts = (source.name, source.schema)
+    schema = conn.schema_for_object(source)  # a tenant's, as its schema_translate_map says
+    where = f"{schema}.{source.name}" if schema else source.name
+    where_parts = (source.name, schema)
     # a fresh connection: the failed statement may have aborted this one's transaction
     try:
         with conn.engine.connect() as probe:
             inspector = sa.inspect(probe)
-            if not inspector.has_table(source.name, schema=source.schema):
+            if not inspector.has_table(source.name, schema=schema):
                 missing = f"there is no table {where!r}"
             else:
                 found = [c for c in inspector.get_columns(*where_parts) if c["name"] == column]
@@ -302,6 +304,19 @@ def _read_locked(conn: sa.Connection, name: str, table: str) -> int | None:
 
 
 def _resync(
+    conn: sa.Connection,
+    update: sa.Update,
+    highest: sa.Select[tuple[object]],
+    name: str,
+    table: str,
+) -> int:
+    try:
+        return _resync_row(conn, update, highest, name, table)
+    finally:
+        wrote_row(conn, name)  # moved or read FOR UPDATE: locked until conn's transaction ends
+
+
+def _resync_row(
     conn: sa.Connection,
     update: sa.Update,
     highest: sa.Select[tuple[object]],

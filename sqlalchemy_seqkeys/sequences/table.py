@@ -62,6 +62,9 @@ __all__ = [
     "name_type",
     "read_next_value",
     "sequences_table",
+    "sequences_table_exists",
+    "wrote_row",
+    "wrote_row_here",
 ]
 
 #: BIGINT's maximum. ``next_value`` never passes it, so the largest value a
@@ -556,6 +559,56 @@ def native_key(sequence: sa.Sequence) -> tuple[object, ...]:
 block_holders = _BlockHolders()
 
 
+# -- rows this library wrote in a caller's transaction ------------------------------
+
+#: ``Connection.info`` key: (the transaction, by weak reference; the names of the
+#: sequence rows this library wrote or locked in it)
+_WRITTEN = "seqkeys_rows_written"
+
+
+def wrote_row(conn: sa.Connection, name: str) -> None:
+    """Row ``name`` was written (or locked) on ``conn``, in its transaction, until that ends.
+
+    Called by everything of this library that writes a sequence's row on a
+    connection it is given (:func:`allocate`, :func:`create_table_sequence`,
+    :func:`drop_table_sequence`, the resync), whether or not the statement
+    matched the row. Until that transaction ends, a value of the row is taken
+    on ``conn`` (:func:`wrote_row_here`): a second connection would wait for
+    the lock the caller's own transaction holds (PostgreSQL: forever), or not
+    see a row it created. Kept on the DBAPI connection's ``info`` with the
+    transaction it belongs to, so a later transaction of the connection (a
+    new one, another checkout) finds nothing. By name alone, whatever table
+    or tenant: a value of another table's row of that name taken here too
+    only ends in this transaction, as ``in_transaction`` values do.
+
+    :param conn: the connection whose transaction wrote the row.
+    :param name: the sequence's row name.
+    """
+    if conn.closed or conn.invalidated:  # a statement that lost it: nothing is held
+        return
+    transaction = conn.get_transaction()
+    if transaction is None:  # nothing ran: nothing is locked
+        return
+    entry = conn.info.get(_WRITTEN)
+    if entry is not None and entry[0]() is transaction:
+        entry[1].add(name)
+    else:
+        conn.info[_WRITTEN] = (weakref.ref(transaction), {name})
+
+
+def wrote_row_here(conn: sa.Connection, name: str) -> bool:
+    """Whether :func:`wrote_row` recorded row ``name`` in ``conn``'s transaction under way.
+
+    :param conn: the connection a value would be taken for.
+    :param name: the sequence's row name.
+    """
+    entry = conn.info.get(_WRITTEN)
+    if entry is None or name not in entry[1]:
+        return False
+    transaction = conn.get_transaction()
+    return transaction is not None and entry[0]() is transaction
+
+
 # -- names compare exactly: refuse a case-insensitive name column at first use -------
 
 #: pool -> (schema, table) whose name column was found exact; only a good
@@ -678,6 +731,8 @@ def read_next_value(
         statement = statement.with_for_update()
     with naming_missing_table(conn, table):
         value = conn.execute(statement, {"seq_name": name}).scalar()
+    if locked:
+        wrote_row(conn, name)
     return None if value is None else int(value)
 
 
@@ -715,12 +770,15 @@ def allocate(conn: sa.Connection, name: str, n: int = 1, *, table: str = DEFAULT
         allocator = _by_returning
     else:
         allocator = _by_compare_and_swap
-    with naming_missing_table(conn, table):
-        new_next = allocator(conn, table, params)
-        if new_next is None and _fits(read_next_value(conn, name, table=table), n):
-            # The row was replaced (deleted and inserted anew: a drop and create in
-            # another transaction) while the UPDATE waited for it; the new one is asked.
+    try:
+        with naming_missing_table(conn, table):
             new_next = allocator(conn, table, params)
+            if new_next is None and _fits(read_next_value(conn, name, table=table), n):
+                # The row was replaced (deleted and inserted anew: a drop and create in
+                # another transaction) while the UPDATE waited for it; the new one is asked.
+                new_next = allocator(conn, table, params)
+    finally:
+        wrote_row(conn, name)  # locked until conn's transaction ends
     if new_next is None:
         raise_missing_or_exhausted(conn, name, n, table)
     return new_next - n
@@ -780,20 +838,37 @@ def raise_if_table_missing(conn: sa.Connection, table: str, exc: Exception) -> N
     # connection's transaction (PostgreSQL). Not where the pool would hand out this
     # very DBAPI connection again (SQLite in memory): the probe's rollback would end
     # the caller's transaction, and SQLite's did not abort.
+    # The schema as conn's schema_translate_map says: a tenant's table, not the default
+    # schema's (the probe's connection has no map, and an inspector applies none).
+    schema = conn.schema_for_object(table_clause(table))
     try:
         if isinstance(conn.engine.pool, sa.pool.SingletonThreadPool | sa.pool.StaticPool):
-            exists = sa.inspect(conn).has_table(table)
+            exists = sa.inspect(conn).has_table(table, schema=schema)
         else:
             with conn.engine.connect() as probe:
-                exists = sa.inspect(probe).has_table(table)
+                exists = sa.inspect(probe).has_table(table, schema=schema)
     except Exception:  # the probe is advisory; the original error is what matters
         return
     if not exists:
+        where = "" if schema is None else f" in schema {schema!r}"
         raise SequencesTableNotFoundError(
-            f"table {table!r} does not exist; declare it with sequences_table(metadata) and "
-            "create it with metadata.create_all(engine), or in an Alembic migration with "
-            "op.create_sequences_table()"
+            f"table {table!r} does not exist{where}; declare it with sequences_table(metadata) "
+            "and create it with metadata.create_all(engine) (a tenant's: on the engine with its "
+            "schema_translate_map), or in an Alembic migration with op.create_sequences_table()"
         ) from exc
+
+
+def sequences_table_exists(conn: sa.Connection, table: str) -> bool:
+    """Whether sequences table ``table`` exists where ``conn`` puts it.
+
+    In the schema ``conn``'s schema_translate_map gives it (a tenant's), which
+    an inspector does not apply by itself.
+
+    :param conn: a connection, with the tenant's schema_translate_map if any.
+    :param table: the sequences table's name.
+    """
+    schema = conn.schema_for_object(table_clause(table))
+    return bool(sa.inspect(conn).has_table(table, schema=schema))
 
 
 def create_table_sequence(
@@ -882,6 +957,7 @@ def _create(conn: sa.Connection, name: str, start: int, table: str, checkfirst: 
             # nothing needed doing when nothing was done.
             raise
         created = False  # engines without an insert-if-absent form
+    wrote_row(conn, name)  # a new row, or an existing one (INSERT IGNORE locks it)
     if created:
         _check_stored(conn, name, start, table)
         forget_row(conn, table, name)
@@ -989,6 +1065,7 @@ def _drop(conn: sa.Connection, name: str, table: str, checkfirst: bool) -> bool:
         # a case-insensitive name column would delete another case's row, as create refuses
         check_exact_names(conn, table)
         result = conn.execute(statement.execution_options(preserve_rowcount=True), {"name": name})
+    wrote_row(conn, name)  # gone in this transaction, and locked until it ends
     if result.rowcount != 1:
         if checkfirst:
             return False
