@@ -112,7 +112,14 @@ SkipRange = tuple[int, int]
 MAX_CONSECUTIVE_SKIPS = 10_000
 
 
-def _check_skip_range(skip_range: object) -> SkipRange | None:
+def check_skip_range(skip_range: object) -> SkipRange | None:
+    """``skip_range`` as a tuple, or None; anything else is refused with InvalidBitReversalError.
+
+    The rule of every ``skip_range=`` (the column defaults' and the Alembic operations'):
+    ``(low, high)`` ints, ``0 <= low <= high < 2**63``.
+
+    :param skip_range: ``(low, high)`` (a list is taken too), or None: no skip range.
+    """
     if skip_range is None:
         return None
     if (
@@ -162,7 +169,7 @@ class BitReversed:
                 f"BitReversed wraps a TableSequence or an sqlalchemy.Sequence, not {source!r}"
             )
         self.source = source
-        self.skip_range = _check_skip_range(skip_range)
+        self.skip_range = check_skip_range(skip_range)
         #: per pool and tenant where there are native sequences: whether the catalog was
         #: checked, and (BitReversedSequence, batch_size > 1) the block held
         self._blocks: BlockStore[_Block | None] = BlockStore(_new_block)
@@ -524,7 +531,7 @@ class BitReversedSequence(BitReversed, NativeOrRowSequence, PositionalDefault):
         self.sequence = _NativeBitReversedSequence(
             name,
             start_with_counter=start,
-            skip_range=_check_skip_range(skip_range),
+            skip_range=check_skip_range(skip_range),
             schema=schema,
         )
         self.counter = self._new_counter()

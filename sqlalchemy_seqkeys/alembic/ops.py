@@ -35,7 +35,12 @@ from sqlalchemy_seqkeys._dialect import (
 )
 from sqlalchemy_seqkeys._dialect import native_sequences as native_sequences
 from sqlalchemy_seqkeys._validate import check_int, check_name, shown
-from sqlalchemy_seqkeys.bitreverse import BitReversedSequence, SkipRange, reverse_bits
+from sqlalchemy_seqkeys.bitreverse import (
+    BitReversedSequence,
+    SkipRange,
+    check_skip_range,
+    reverse_bits,
+)
 from sqlalchemy_seqkeys.dialects import sequence_schema
 from sqlalchemy_seqkeys.errors import (
     InvalidSequenceError,
@@ -253,12 +258,19 @@ def _require_table(conn: sa.Connection | None, table: str, what: str) -> None:
 
 
 def require_source(
-    conn: sa.Connection, name: str, table: str, column: str, schema: str | None
+    conn: sa.Connection,
+    name: str,
+    table: str,
+    column: str,
+    schema: str | None,
+    *,
+    skip_range: SkipRange | None = None,
 ) -> None:
     """A resync's table and column exist, and ``MAX(column)`` leaves a key after it.
 
     At ``MAX(column)`` = 2**63 - 1 the resync's statements would change nothing, and the
     sequence would go on handing out keys the table holds: refused, nothing changed.
+    Keys inside ``skip_range`` (a bit-reversed sequence's, never handed out) are left out.
     """
     where = f"{schema}.{table}" if schema else table
     if not _has_table(conn, table, schema):
@@ -279,6 +291,12 @@ def require_source(
         ) from exc
     try:  # a text column's MAX is no key: refused as the resync functions refuse it
         largest = check_integer_key(largest, source, name)
+        if largest is not None and skip_range is not None and in_range(largest, skip_range):
+            # an integer column (its MAX is one): the largest key outside the range
+            outside = sa.select(sa.func.max(source.c[column])).where(
+                outside_range(source.c[column], skip_range)
+            )
+            largest = check_integer_key(conn.execute(outside).scalar(), source, name)
     except InvalidSequenceError as exc:
         raise MigrationError(str(exc)) from None
     if largest is not None and largest >= MAX_VALUE:
@@ -287,6 +305,18 @@ def require_source(
             f"sequence {name!r} cannot move past it, and would hand out keys the table "
             "holds; nothing was changed"
         )
+
+
+def in_range(value: int, skip_range: SkipRange) -> bool:
+    """Whether ``value`` lies in the inclusive ``skip_range``."""
+    low, high = skip_range
+    return low <= value <= high
+
+
+def outside_range(column: sa.ColumnElement[Any], skip_range: SkipRange) -> sa.ColumnElement[bool]:
+    """``NOT (column BETWEEN low AND high)``: the keys a skip range leaves to count."""
+    low, high = (sa.literal(v, sa.BigInteger) for v in skip_range)
+    return sa.not_(column.between(low, high))
 
 
 def _insert_row(operations: Operations, table: str, name: str, start: int) -> None:
@@ -791,7 +821,7 @@ class RowResyncOp(ResyncOp):
     #: ``op.resync_table_sequence``'s UPDATE (building it checks the arguments)
     statement: sa.Update = field(init=False, repr=False)
 
-    keyword_only = ("schema", "sequences_table")
+    keyword_only: ClassVar[tuple[str, ...]] = ("schema", "sequences_table")
 
     def __post_init__(self) -> None:
         self.statement = resync_statement(  # validates the arguments
@@ -835,7 +865,7 @@ class NativeResyncOp(ResyncOp):
     #: the same where the sequence is a sequences-table row; validates the arguments
     as_row: ResyncTableSequenceOp = field(init=False, repr=False)
 
-    keyword_only = ("schema", "sequence_schema", "sequences_table")
+    keyword_only: ClassVar[tuple[str, ...]] = ("schema", "sequence_schema", "sequences_table")
 
     def __post_init__(self) -> None:
         source = (self.name, self.table_name, self.column)
@@ -896,20 +926,26 @@ class _CounterResync:
     top: sa.Subquery
 
 
-def largest_counter(conn: sa.Connection, name: str, operation: ResyncOp) -> int | None:
+def largest_counter(conn: sa.Connection, name: str, operation: BitReversedResync) -> int | None:
     """The largest ``reverse_bits(key)`` over the table's keys (read by pages); None: no key.
 
     A bit-reversed key is not ordered by its counter (``reverse_bits(1)`` is 2**62), so
     ``MAX(column)`` says nothing: every key is read. Negative keys are no counter's value
-    and are left out. Refuses a missing table or column, a key that is no integer, and
-    the counter 2**63 - 1, past which no counter is left.
+    and are left out; so are keys inside the operation's ``skip_range``, which the
+    sequence never hands out (legacy keys it was adopted over), as doctor's ``behind``
+    check leaves them out. Refuses a missing table or column, a key that is no integer,
+    and the counter 2**63 - 1, past which no counter is left.
     """
     source = (operation.table_name, operation.column, operation.schema)
-    require_source(conn, name, *source)  # the table and the column, an integer MAX
+    skip_range = operation.skip_range
+    # the table and the column, an integer MAX (of the keys outside the skip range)
+    require_source(conn, name, *source, skip_range=skip_range)
     table, column, schema = source
     data = sa.Table(table, sa.MetaData(), sa.Column(column), schema=schema)
     key_column = data.c[column]
     first = sa.select(key_column).order_by(key_column).limit(KEYS_PER_READ)
+    if skip_range is not None:  # in SQL: those keys are not even read
+        first = first.where(outside_range(key_column, skip_range))
     after: Any = sa.literal(-1, sa.BigInteger)  # negative keys are no counter's value
     largest: int | None = None
     while True:
@@ -956,7 +992,7 @@ def _refuse_offline(operation: ResyncOp) -> None:
 
 
 def _resync_counter_row(
-    operations: Operations, operation: ResyncOp, sequences_table: str, create: str
+    operations: Operations, operation: BitReversedResync, sequences_table: str, create: str
 ) -> None:
     """Move the counter's sequences-table row past the table's largest counter, never back."""
     check_source_names(
@@ -999,11 +1035,51 @@ class ResyncBitReversedTableSequenceOp(RowResyncOp, op_name="resync_bit_reversed
     is no integer and the counter 2**63 - 1; offline (``--sql``) it cannot read the keys and
     is refused. It has no reverse.
 
+    ``skip_range=(low, high)``, the ``skip_range`` of the ``BitReversed`` default, leaves
+    the keys inside it out (in SQL): keys the default never hands out, such as the legacy
+    keys 1..N a table held when it took a bit-reversed key, are no counter's. Checked as
+    ``BitReversed`` checks it (``InvalidBitReversalError``).
+
     Example::
 
         op.create_table_sequence("account_counter", start=1)
         op.resync_bit_reversed_table_sequence("account_counter", "accounts", "id")
+        op.resync_bit_reversed_table_sequence(
+            "account_counter", "accounts", "id", skip_range=(1, 1000)
+        )
     """
+
+    skip_range: SkipRange | None = None
+
+    keyword_only = ("schema", "sequences_table", "skip_range")
+
+    @classmethod
+    def run(
+        cls,
+        operations: Operations,
+        name: str,
+        table_name: str,
+        column: str,
+        *,
+        schema: str | None = None,
+        sequences_table: str = DEFAULT_TABLE,
+        skip_range: SkipRange | None = None,
+    ) -> None:
+        """``op.resync_bit_reversed_table_sequence(name, table_name, column, ...)``.
+
+        :param name: the table sequence to move.
+        :param table_name: the table whose keys it moves past.
+        :param column: that table's key column.
+        :param schema: that table's schema; None: the default one.
+        :param sequences_table: the sequences table that holds the sequence's row.
+        :param skip_range: ``(low, high)``: the default's skip range, whose keys are left
+            out (inclusive); None: every key counts.
+        """
+        operations.invoke(cls(name, table_name, column, schema, sequences_table, skip_range))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.skip_range = check_skip_range(self.skip_range)
 
 
 @implements(ResyncBitReversedTableSequenceOp)
@@ -1028,11 +1104,56 @@ class ResyncBitReversedSequenceOp(NativeResyncOp, op_name="resync_bit_reversed_s
     Autogenerate writes it after ``op.create_bit_reversed_sequence`` for a table the
     database has. Offline (``--sql``) it is refused. It has no reverse.
 
+    ``skip_range=(low, high)``, the sequence's ``skip_range``, leaves the keys inside it
+    out, as for :class:`ResyncBitReversedTableSequenceOp`: a sequence adopted over legacy
+    keys 1..N with ``skip_range=(1, N)`` stays where it is.
+
     Example::
 
         op.create_bit_reversed_sequence("customer_id", start_with_counter=1)
         op.resync_bit_reversed_sequence("customer_id", "customers", "id")
+        op.create_bit_reversed_sequence("order_id", skip_range=(1, 5000))
+        op.resync_bit_reversed_sequence("order_id", "orders", "id", skip_range=(1, 5000))
     """
+
+    skip_range: SkipRange | None = None
+
+    keyword_only = ("schema", "sequence_schema", "sequences_table", "skip_range")
+
+    @classmethod
+    def run(
+        cls,
+        operations: Operations,
+        name: str,
+        table_name: str,
+        column: str,
+        *,
+        schema: str | None = None,
+        sequence_schema: str | None = None,
+        sequences_table: str = DEFAULT_TABLE,
+        skip_range: SkipRange | None = None,
+    ) -> None:
+        """``op.resync_bit_reversed_sequence(name, table_name, column, ...)``.
+
+        :param name: the sequence to move.
+        :param table_name: the table whose keys it moves past.
+        :param column: that table's key column.
+        :param schema: that table's schema; None: the default one.
+        :param sequence_schema: the native sequence's schema; None: the default one.
+        :param sequences_table: the sequences table where the engine has no such sequence.
+        :param skip_range: ``(low, high)``: the sequence's skip range, whose keys are left
+            out (inclusive); None: every key counts.
+        """
+        source = (name, table_name, column, schema)
+        operations.invoke(cls(*source, sequence_schema, sequences_table, skip_range))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.skip_range = check_skip_range(self.skip_range)
+
+
+#: the resyncs of a counter behind bit-reversed keys
+BitReversedResync = ResyncBitReversedTableSequenceOp | ResyncBitReversedSequenceOp
 
 
 def _moved_by_hand(

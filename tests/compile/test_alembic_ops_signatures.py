@@ -35,3 +35,20 @@ def test_the_op_method_is_ordinary_code(op_class: type[ops.SeqKeysOp]) -> None:
     # written in the class (no exec): what Alembic reads is the source a reader sees
     assert isinstance(op_class.__dict__.get(op_class.op_name), classmethod)
     assert inspect.getsourcefile(op_class.op_method().__func__) == ops.__file__
+
+
+@pytest.mark.parametrize(
+    "op_class",
+    [ops.ResyncBitReversedSequenceOp, ops.ResyncBitReversedTableSequenceOp],
+    ids=lambda c: c.op_name,
+)
+def test_the_bit_reversed_resyncs_take_a_keyword_only_skip_range(
+    op_class: type[ops.SeqKeysOp],
+) -> None:
+    # the default's skip range, whose keys are no counter's; last, so positional calls stand
+    parameters = inspect.signature(op_class.op_method().__func__).parameters
+    skip_range = parameters["skip_range"]
+    assert skip_range.kind is inspect.Parameter.KEYWORD_ONLY
+    assert skip_range.default is None
+    assert list(parameters)[-1] == "skip_range"
+    assert list(parameters)[2:5] == ["name", "table_name", "column"]

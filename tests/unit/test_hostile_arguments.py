@@ -998,13 +998,13 @@ TARGETS: list[Target] = [
         "op.resync_bit_reversed_table_sequence",
         ResyncBitReversedTableSequenceOp,
         resync_valid,
-        ROW_RESYNC_BAD,
+        {**ROW_RESYNC_BAD, "skip_range": skip_range()},
     ),
     Target(
         "op.resync_bit_reversed_sequence",
         ResyncBitReversedSequenceOp,
         resync_valid,
-        NATIVE_RESYNC_BAD,
+        {**NATIVE_RESYNC_BAD, "skip_range": skip_range()},
     ),
     Target(
         "op.resync_pooled_sequence",
