@@ -1202,18 +1202,25 @@ class WorkerLease(_RenewedWorkerId):
             return
         if self._closed.is_set():
             return
-        with self._state_lock:
-            if self._closed.is_set():
-                return
-            self._closed.set()
-            self._valid_until = 0.0
-            job = self._job
-            claimed = self._worker_id is not None
+        marked = self._mark_closed()
+        if marked is None:
+            return
+        job, claimed = marked
         if job is not None:
             job.stop()
         if not claimed:
             return  # never claimed, or a start under way: it releases what it wins
         self._release_and_join(job)
+
+    def _mark_closed(self) -> tuple[Periodic | None, bool] | None:
+        """Mark the lease closed, no I/O: its renewal job and whether a worker id was
+        claimed (to release); None if it was closed already."""
+        with self._state_lock:
+            if self._closed.is_set():
+                return None
+            self._closed.set()
+            self._valid_until = 0.0
+            return self._job, self._worker_id is not None
 
 
 class _Children:
@@ -1356,7 +1363,11 @@ class _AsyncLeaseTasks:
 
     async def _dispose_when_idle(self) -> None:
         """Dispose of the twin pool now, or once the tasks left running on it end."""
-        running = {task for task in self._detached if not task.done()}
+        import asyncio
+
+        # (not the task this runs in: a close's own)
+        current = asyncio.current_task()
+        running = {task for task in self._detached if not task.done() and task is not current}
         if running:  # their connections go back to the twin pool first
             name = f"{self.sync_lease._job_name()}-dispose"
             self._detach(self._dispose_after(running), name)
@@ -1581,7 +1592,7 @@ class AsyncWorkerLease(_AsyncLeaseTasks):
         try:
             await greenlet_spawn(sync._wait_past_floor)
         except BaseException:
-            await self._close_to_the_end()
+            await self.close()  # (runs on to its end, even if cancelled meanwhile)
             raise
         return self
 
@@ -1599,16 +1610,9 @@ class AsyncWorkerLease(_AsyncLeaseTasks):
                 sync._valid_until = 0.0
         if recorded:  # it ended, and began renewing, as the cancellation came
             self._claiming = False
-            await self._close_to_the_end()
+            await self.close()  # (runs on to its end, even if cancelled again)
         else:
             await asyncio.wait({claim}, timeout=min(sync.ttl, _CLOSE_GRACE_S))
-
-    async def _close_to_the_end(self) -> None:
-        """:meth:`close`, run on to its end even if the caller is cancelled meanwhile."""
-        import asyncio
-
-        closing = self._detach(self.close(), f"{self.sync_lease._job_name()}-close")
-        await asyncio.wait({closing})
 
     def _start_renewal(self) -> None:
         # in the claim's greenlet, on the loop's thread
@@ -1617,7 +1621,7 @@ class AsyncWorkerLease(_AsyncLeaseTasks):
             self.sync_lease._renew_scheduled,
             name=self.sync_lease._job_name(),
             loop=self._loop,
-            on_cancel=self.close,
+            on_cancel=self._close_from_renewal,
         )
         self._job.start()
 
@@ -1625,31 +1629,61 @@ class AsyncWorkerLease(_AsyncLeaseTasks):
         """Stop renewing and release the id, keeping the row's high-water mark.
 
         As :meth:`WorkerLease.close`; awaited (``async with`` does it on exit).
+        The lease is closed before the first await: nothing is minted under it
+        from then on. Cancelled part-way (a TaskGroup sibling failing, a second
+        Ctrl-C), it runs on to its end (at most ``min(ttl, 5)`` s for the
+        release), then raises the ``CancelledError``.
 
         Example::
 
             await lease.close()
         """
-        from ._compat import greenlet_spawn
+        await self._close(stop_renewal=True)
+
+    async def _close_from_renewal(self) -> None:
+        # The renewal task, cancelled unstopped (the loop shuts down): it is ending.
+        await self._close(stop_renewal=False)
+
+    async def _close(self, *, stop_renewal: bool) -> None:
+        import asyncio
 
         sync = self.sync_lease
         if sync.closed or not sync._in_owner_process():
             return  # closed, or a forked child's copy: the parent owns the row
-        if self._claiming:
+        marked = sync._mark_closed()  # before any await
+        if marked is None:
+            return
+        claimed = marked[1]
+        if self._claiming and not claimed:
             # A start under way, its claim not recorded (recording it does not
             # await): it releases what it wins, then disposes of the twin pool.
-            await greenlet_spawn(sync.close)
             return
-        job = self._job
-        # a renewal stuck on a silent server may not end even when cancelled
-        running = None if job is None else await job.stop_async(min(sync.ttl, _CLOSE_GRACE_S))
-        if running is not None:
-            self._detached.add(running)
+        if claimed:
+            sync._release_mark()  # its generators stop now (the release reads the mark again)
+        # Shielded: a cancellation that came midway would leave the row held for the
+        # ttl, nothing renewing it, and the twin pool open.
+        job = self._job if stop_renewal else None
+        releasing = self._detach(self._release(job, claimed), f"{sync._job_name()}-close")
         try:
-            if self._db is None:
-                sync.close()  # never started: no I/O
-            else:
-                await greenlet_spawn(sync.close)
+            await asyncio.shield(releasing)
+        except asyncio.CancelledError:
+            await asyncio.wait({releasing})  # (cancelled again: it ends by itself)
+            raise
+
+    async def _release(self, job: Any, claimed: bool) -> None:
+        """The closed lease's I/O: stop the renewal ``job``, release the row if
+        ``claimed``, dispose of the twin pool."""
+        from ._compat import greenlet_spawn
+
+        sync = self.sync_lease
+        try:
+            # a renewal stuck on a silent server may not end even when cancelled
+            grace = min(sync.ttl, _CLOSE_GRACE_S)
+            running = None if job is None else await job.stop_async(grace)
+            if running is not None:
+                self._detached.add(running)
+            if claimed:
+                await greenlet_spawn(sync._release_and_join, None)
         finally:
             await self._dispose_when_idle()
 
