@@ -326,14 +326,31 @@ class Blocks:
                 waits.raise_error(self, failure)
             if self.error is not None:
                 waits.raise_error(self)
-            if self.task is None:
+            # Only a task under way is waited for: a wait that blocks, never a spin.
+            task = self.lane_task()
+            if task is None:  # a closed lane's spawn() raises the dispose error
                 assert self.spawn is not None
                 self.spawn()
-            assert self.task is not None
+                task = self.lane_task()
+                if task is None:  # ended at once (an eager task factory): its block or error
+                    continue
             if waited_since is None:
                 waited_since = self.fetched
             deadline, remaining = waits.deadline(deadline, "a task of this event loop")
-            wait(self.task, remaining)
+            wait(task, remaining)
+
+    def lane_task(self) -> asyncio.Task[None] | None:
+        """The lane task fetching a block; None: none is under way.
+
+        A task cancelled before its first step (``dispose()``, the loop's shutdown,
+        any ``cancel()``) never runs its coroutine, nor so :meth:`fetch_on_lane`'s
+        ``finally``: done, it is forgotten here. Waiting on it again would return
+        at once, again and again.
+        """
+        task = self.task
+        if task is not None and task.done():
+            self.task = task = None
+        return task
 
     async def fetch_on_lane(self, fetch: Callable[[], Awaitable[Block]]) -> None:
         """The lane task's body: ``await fetch()`` gives a block; install it or keep the error."""
@@ -346,7 +363,7 @@ class Blocks:
             self.install(block)
             self.fetch_ended(None)
         finally:  # also when cancelled (dispose, loop shutdown): its block is a gap
-            self.task = None
+            self.task = None  # cancelled before it ran, it never gets here: lane_task()
 
 
 class Waits:

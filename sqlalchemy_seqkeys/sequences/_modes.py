@@ -296,7 +296,7 @@ class BlockModes(RowAllocations):
             if holder is not None and must_stay_on(holder, name):
                 return  # it would wait for the holder's lock, and fail
             current = lane_ref()
-            idle = state.task is None and current is not None and not current.closed
+            idle = state.lane_task() is None and current is not None and not current.closed
             if idle and not state.spares and state.error is None:
                 spawn()
 
