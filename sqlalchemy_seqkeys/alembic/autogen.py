@@ -40,7 +40,7 @@ from sqlalchemy_seqkeys.alembic.ops import (
     SeqKeysOp,
     UpgradeWorkerLeaseTableOp,
 )
-from sqlalchemy_seqkeys.bitreverse import BitReversed, BitReversedSequence
+from sqlalchemy_seqkeys.bitreverse import BitReversed, BitReversedSequence, SkipRange
 from sqlalchemy_seqkeys.pooled import PooledSequence
 from sqlalchemy_seqkeys.sequences.generators import TableSequence
 from sqlalchemy_seqkeys.sequences.table import inexact_collation, read_next_value, table_clause
@@ -611,7 +611,14 @@ def _table_sequence_resyncs(
             for users, column in plain
         ),
         *(
-            ResyncBitReversedTableSequenceOp(name, users.name, column.name, users.schema, table)
+            ResyncBitReversedTableSequenceOp(
+                name,
+                users.name,
+                column.name,
+                users.schema,
+                table,
+                skip_range=declared_skip_range(column),
+            )
             for users, column in reversed_
         ),
     )
@@ -642,8 +649,15 @@ def native_resyncs(
     native = native_counter(sequence, dialect)
     name, schema, rows = sequence.name, sequence.schema, sequence.table
     uses = functools.partial(_uses_counter, sequence=sequence, native=native)
+
+    def skip_of(column: sa.Column[Any]) -> dict[str, Any]:
+        # keys the column's default never hands out (legacy keys) are no counter's
+        if issubclass(op_class, ResyncBitReversedSequenceOp):
+            return {"skip_range": declared_skip_range(column)}
+        return {}
+
     resyncs: list[SeqKeysOp] = [
-        op_class(name, users.name, column.name, users.schema, schema, rows)
+        op_class(name, users.name, column.name, users.schema, schema, rows, **skip_of(column))
         for users, column in existing_users(autogen_context, uses)
     ]
     if isinstance(sequence, PooledSequence):
@@ -651,10 +665,31 @@ def native_resyncs(
         for users, column in existing_users(autogen_context, wrapped):
             where = (name, users.name, column.name, users.schema)
             if not native and has_sequences(dialect):  # the native op would seek a sequence
-                resyncs.append(ResyncBitReversedTableSequenceOp(*where, rows))
+                resyncs.append(
+                    ResyncBitReversedTableSequenceOp(
+                        *where, rows, skip_range=declared_skip_range(column)
+                    )
+                )
             else:
-                resyncs.append(ResyncBitReversedSequenceOp(*where, schema, rows))
+                resyncs.append(
+                    ResyncBitReversedSequenceOp(
+                        *where, schema, rows, skip_range=declared_skip_range(column)
+                    )
+                )
     return tuple(resyncs)
+
+
+def declared_skip_range(column: sa.Column[Any]) -> SkipRange | None:
+    """The ``skip_range`` of ``column``'s ``BitReversed`` default (a ``BitReversedSequence``
+    is one): its keys are never handed out, so a resync leaves them out. None for another
+    default, or none declared.
+
+    :param column: a column of the models.
+    """
+    for found in (declared_callable(column.default), getattr(column.default, "arg", None)):
+        if isinstance(found, BitReversed):
+            return found.skip_range
+    return None
 
 
 def _is_bit_reversed_counter(found: object, key: tuple[str, str]) -> bool:

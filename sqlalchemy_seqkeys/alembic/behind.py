@@ -85,13 +85,25 @@ def resync_of(column: sa.Column[Any], default: object) -> SeqKeysOp | None:
         return ResyncTableSequenceOp(default.name, *where, default.table)
     if isinstance(default, PooledSequence):
         return ResyncPooledSequenceOp(default.name, *where, default.schema, default.table)
+    # keys the default never hands out (legacy keys it was adopted over) are no counter's
+    skip = default.skip_range if isinstance(default, BitReversed) else None
+    if isinstance(default, BitReversedSequence):  # its source is its native sa.Sequence
+        return ResyncBitReversedSequenceOp(
+            default.name, *where, default.schema, default.table, skip_range=skip
+        )
     counter = default.source if isinstance(default, BitReversed) else default
     if isinstance(counter, TableSequence):
-        return ResyncBitReversedTableSequenceOp(counter.name, *where, counter.table)
+        return ResyncBitReversedTableSequenceOp(
+            counter.name, *where, counter.table, skip_range=skip
+        )
     if isinstance(counter, BitReversedSequence | PooledSequence):  # a pooled one's: its blocks
-        return ResyncBitReversedSequenceOp(counter.name, *where, counter.schema, counter.table)
+        return ResyncBitReversedSequenceOp(
+            counter.name, *where, counter.schema, counter.table, skip_range=skip
+        )
     if isinstance(counter, sa.Sequence):
-        return ResyncBitReversedSequenceOp(counter.name, *where, counter.schema, DEFAULT_TABLE)
+        return ResyncBitReversedSequenceOp(
+            counter.name, *where, counter.schema, DEFAULT_TABLE, skip_range=skip
+        )
     return None
 
 
