@@ -66,6 +66,7 @@ from sqlalchemy_seqkeys.sequences.table import (
     read_next_value,
     sequences_table,
     table_clause,
+    wrote_row,
 )
 from sqlalchemy_seqkeys.sequences.table import (
     check_name as check_sequence_name,
@@ -333,6 +334,7 @@ def _insert_row(operations: Operations, table: str, name: str, start: int) -> No
     operations.execute(sa.insert(t).values(name=name, next_value=start))
     if conn is not None:  # what this process holds of a former row
         forget_row(conn, table, name)
+        wrote_row(conn, name)  # its values are taken in the migration's transaction
 
 
 def _delete_row(operations: Operations, table: str, name: str) -> None:
@@ -349,6 +351,7 @@ def _delete_row(operations: Operations, table: str, name: str) -> None:
     operations.execute(sa.delete(t).where(t.c.name == name))
     if conn is not None:
         forget_row(conn, table, name)
+        wrote_row(conn, name)  # the migration's transaction holds the row's lock
 
 
 def _check_start(start: object, what: str) -> int:
@@ -907,6 +910,8 @@ def _resync_table_sequence(operations: Operations, operation: ResyncTableSequenc
             )
         require_source(conn, operation.name, *source)
     operations.execute(operation.statement)
+    if conn is not None:  # the migration's transaction holds the row's lock
+        wrote_row(conn, operation.name)
 
 
 # -- resync of the counter behind a bit-reversed key -------------------------------------
@@ -1020,6 +1025,7 @@ def _resync_counter_row(
         .where(t.c.name == sa.literal(operation.name, t.c.name.type), t.c.next_value < following)
         .values(next_value=following)
     )
+    wrote_row(conn, operation.name)  # the migration's transaction holds the row's lock
 
 
 @dataclass(eq=False)
