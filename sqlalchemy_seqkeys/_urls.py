@@ -4,6 +4,8 @@
 drivers also take a password as a query argument (libpq's ``?password=`` and
 ``?sslpassword=``, PyMySQL's ``?passwd=``), which it prints as given. Where the
 ``seqkeys`` commands print a URL: "The seqkeys command" (docs/reference/cli.md).
+
+Also what a connection through a URL cannot do for want of a database (:func:`no_database`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ import re
 
 import sqlalchemy as sa
 
-__all__ = ["has_password", "shown", "sqlite_file"]
+__all__ = ["has_password", "names_database", "no_database", "shown", "sqlite_file"]
 
 #: query arguments that carry a password (compared in lower case)
 SECRET_QUERY_KEYS = frozenset({"password", "passwd", "sslpassword"})
+#: query arguments in which a driver takes the database (PyMySQL's ``database`` and ``db``,
+#: libpq's ``dbname``; compared in lower case)
+DATABASE_QUERY_KEYS = frozenset({"database", "db", "dbname"})
 _MASK = "***"
 _MASKED_VALUE = re.compile(r"=%2A%2A%2A(?=&|$)")  # quote_plus("***"), as rendered
 _TEXT_USERINFO = re.compile(r"(://[^/?#@:]*:)[^/?#@]*@")
@@ -78,3 +83,38 @@ def sqlite_file(url: sa.URL) -> str | None:
             return None
         path = path.removeprefix("file:").partition("?")[0]
     return None if not path or path == ":memory:" else path
+
+
+def names_database(url: sa.URL) -> bool:
+    """Whether ``url`` names a database: in its path, or as a query argument
+    (``database``, ``db``, ``dbname``).
+
+    Example::
+
+        >>> names_database(sa.make_url("mysql+pymysql://app@db/")), names_database(
+        ...     sa.make_url("mysql+pymysql://app@db/?database=shop"))
+        (False, True)
+    """
+    return bool(url.database) or any(key.lower() in DATABASE_QUERY_KEYS for key in url.query)
+
+
+def no_database(conn: sa.Connection) -> str | None:
+    """Why no table can be looked up by its name alone through ``conn``; None when one can.
+
+    The connection's URL names no database and its dialect found no default schema when
+    the engine first connected (``default_schema_name`` is None: on MySQL and MariaDB no
+    database was selected, ``SELECT DATABASE()`` was NULL). SQLAlchemy's MySQL
+    reflection then fails on every table without a schema (an ``AssertionError``), and
+    the server refuses every statement on one ("No database selected"); a database
+    selected later (``USE``, in a connect listener) is not seen by the dialect. A URL
+    that names its database is never refused: PostgreSQL with no schema of its
+    ``search_path`` still looks tables up.
+
+    :param conn: a connection; its engine has connected, so its dialect knows.
+    :returns: the URL (password hidden), that it names no database, and the same URL with
+      ``DBNAME`` where the database goes.
+    """
+    url = conn.engine.url
+    if conn.dialect.default_schema_name is not None or names_database(url):
+        return None
+    return f"{shown(url)} names no database; add one: {shown(url.set(database='DBNAME'))}"

@@ -213,24 +213,33 @@ def _connects(engine: sa.Engine, command: str = "") -> int:
     2 for URL arguments the driver refuses (a DBAPI ProgrammingError, as psycopg's
     "invalid connection option"; SQLAlchemy's ArgumentError; any other exception
     of the driver's connect, such as PyMySQL's TypeError for an unknown keyword or
-    its AttributeError for an unknown charset), 1 for a database error (a refused
-    connection, a login refused).
+    its AttributeError for an unknown charset), and for a URL that names no database
+    where the connection then has none (MySQL's ``mysql+pymysql://user@host/``:
+    ``_urls.no_database``); 1 for a database error (a refused connection, a login
+    refused).
     """
     import sqlalchemy as sa
 
+    from ._urls import no_database
+
     try:
-        with engine.connect():
+        with engine.connect() as conn:
+            missing = no_database(conn)
+        if missing is None:
             return 0
+        why = missing
     except (sa.exc.ProgrammingError, sa.exc.ArgumentError) as exc:
-        why: object = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
+        orig = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
+        why = f"the driver refuses its arguments: {orig}"
     except sa.exc.SQLAlchemyError as exc:
         engine.dispose()
         _error(f"{type(exc).__name__}: {exc}", command)
         return 1
     except Exception as exc:  # not a DBAPI error: the driver failed on its arguments
-        why = exc if isinstance(exc, (TypeError, ValueError)) else f"{type(exc).__name__}: {exc}"
+        told = exc if isinstance(exc, (TypeError, ValueError)) else f"{type(exc).__name__}: {exc}"
+        why = f"the driver refuses its arguments: {told}"
     engine.dispose()
-    _error(f"cannot use --url: the driver refuses its arguments: {why}", command)
+    _error(f"cannot use --url: {why}", command)
     return 2
 
 

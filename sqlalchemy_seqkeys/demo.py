@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from ._urls import shown
+from ._urls import no_database, shown
 from ._validate import check_int
 from .bitreverse import BitReversedSequence, reverse_bits
 from .comb import CombLayout, comb_timestamp
@@ -225,14 +225,19 @@ def run(url: str, rows: int = 3, echo: Callable[[str], None] = print) -> None:
       from empty tables, so the table sequences hand out 1 to ``rows``.
     :param echo: called with each line of output (default ``print``); pass
       ``list.append`` of a list, or a logger's method, to keep the lines.
-    :raises SeqKeysError: ``rows`` is not a whole number of 1 or more (nothing
-      is touched then).
+    :raises SeqKeysError: ``rows`` is not a whole number of 1 or more, or ``url``
+      names no database and the connection has none (MySQL's
+      ``mysql+pymysql://user@host/``); nothing is touched then.
     """
     check_int(
         rows, "rows", SeqKeysError, min=1, hint="the demo inserts that many rows per strategy"
     )
     engine = sa.create_engine(url)
     try:
+        with engine.connect() as conn:
+            missing = no_database(conn)
+        if missing is not None:  # MySQL's reflection would fail on every table
+            raise SeqKeysError(f"the demo cannot create its tables: {missing}")
         _Base.metadata.drop_all(engine)  # the demo's own tables, and only those
         _Base.metadata.create_all(engine)
         for sequence in _SEQUENCES.values():

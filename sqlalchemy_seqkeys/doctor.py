@@ -39,7 +39,7 @@ from ._dialect import (
     incrementing_sequences,
     natively_bit_reversed,
 )
-from ._urls import has_password, shown
+from ._urls import has_password, no_database, shown
 from .bitreverse import BitReversed, BitReversedSequence, reverse_bits
 from .dialects import read_sequence_catalog
 from .errors import InvalidSequenceError, SeqKeysError, SequencesTableNotFoundError
@@ -1716,6 +1716,9 @@ def _check(conn: sa.Connection, metadata: sa.MetaData, url: str) -> DoctorReport
         raise SeqKeysError(
             f"doctor() takes a MetaData (e.g. Base.metadata), not {type(metadata).__name__}"
         )
+    missing = no_database(conn)
+    if missing is not None:  # MySQL's reflection would fail on every table (AssertionError)
+        raise SeqKeysError(f"doctor() cannot look up the tables: {missing}")
     if conn.in_transaction() and dialect_key(conn.dialect) == "spanner":
         raise SeqKeysError(
             "doctor() on Spanner takes an Engine or a Connection outside a transaction: "
@@ -1737,6 +1740,9 @@ def doctor(bind: sa.Engine | sa.Connection, metadata: sa.MetaData) -> DoctorRepo
         is); for an ``AsyncEngine`` use :func:`doctor_async`.
     :param metadata: the application's ``MetaData`` (``Base.metadata``): its
         tables' key columns and their defaults are what is checked.
+    :raises SeqKeysError: ``metadata`` is no ``MetaData``, or ``bind``'s URL names no
+        database and the connection has none (MySQL's ``mysql+pymysql://user@host/``):
+        the message shows the URL with ``DBNAME`` where the database goes.
 
     Example::
 
