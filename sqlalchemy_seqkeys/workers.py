@@ -481,6 +481,8 @@ class _HeldWorkerId:
     _renew_lock: threading.Lock | GreenletLock
     _start_task: StartTask | None
     _row: _Row
+    _state_lock: threading.RLock
+    _job: Periodic | None
     #: background renewals that failed in a row (0: the last one committed)
     _failing: int = 0
     clock: Callable[[], int]
@@ -838,6 +840,34 @@ class _RenewedWorkerId(_HeldWorkerId):
 
     # -- releasing -----------------------------------------------------------------
 
+    def _check_renewable(self) -> None:
+        """Raise InvalidLeaseError (and close) where the renewal thread cannot reach the
+        database: an in-memory SQLite one the thread would not share. Before any claim.
+
+        An AsyncWorkerLease renews on its loop's thread, through the engine's own
+        pool there (``_twin``): it never asks.
+        """
+        try:
+            why = _unrenewable(self.engine)
+        except _db_errors(self.engine) as exc:
+            self._closed.set()
+            raise self._database_error(exc) from exc
+        if why is not None:
+            self._closed.set()
+            raise InvalidLeaseError(
+                f"a WorkerLease cannot be renewed on this engine: {why}. Nothing was claimed"
+            )
+
+    def _mark_closed(self) -> tuple[Periodic | None, bool] | None:
+        """Mark the lease closed, no I/O: its renewal job and whether a worker id was
+        claimed (to release); None if it was closed already."""
+        with self._state_lock:
+            if self._closed.is_set():
+                return None
+            self._closed.set()
+            self._valid_until = 0.0
+            return self._job, self._worker_id is not None
+
     def _release_and_join(self, job: Periodic | None) -> None:
         """Release the row (closed, its renewal ``job`` stopped), waiting ``min(ttl, 5)`` s."""
         mark = self._release_mark()
@@ -1070,24 +1100,6 @@ class WorkerLease(_RenewedWorkerId):
         self.owner = self._row.owner = uuid.uuid4().hex
         self._check_table_name()
 
-    def _check_renewable(self) -> None:
-        """Raise InvalidLeaseError (and close) where the renewal thread cannot reach the
-        database: an in-memory SQLite one the thread would not share. Before any claim.
-
-        An AsyncWorkerLease renews on its loop's thread, through the engine's own
-        pool there (``_twin``): it never asks.
-        """
-        try:
-            why = _unrenewable(self.engine)
-        except _db_errors(self.engine) as exc:
-            self._closed.set()
-            raise self._database_error(exc) from exc
-        if why is not None:
-            self._closed.set()
-            raise InvalidLeaseError(
-                f"a WorkerLease cannot be renewed on this engine: {why}. Nothing was claimed"
-            )
-
     def _claim(self, begin: Callable[[], None]) -> None:
         """Claim a worker id and ``begin`` renewing it, unless the lease is closed meanwhile.
 
@@ -1211,16 +1223,6 @@ class WorkerLease(_RenewedWorkerId):
         if not claimed:
             return  # never claimed, or a start under way: it releases what it wins
         self._release_and_join(job)
-
-    def _mark_closed(self) -> tuple[Periodic | None, bool] | None:
-        """Mark the lease closed, no I/O: its renewal job and whether a worker id was
-        claimed (to release); None if it was closed already."""
-        with self._state_lock:
-            if self._closed.is_set():
-                return None
-            self._closed.set()
-            self._valid_until = 0.0
-            return self._job, self._worker_id is not None
 
 
 class _Children:
@@ -1420,6 +1422,23 @@ class _AsyncLeaseTasks:
             asyncio.run_coroutine_threadsafe(extension, loop).result(timeout=left)
         except concurrent.futures.TimeoutError:
             raise sync._unanswered_error(until_ms, left) from None
+
+    async def _release(self, job: Any, claimed: bool) -> None:
+        """The closed lease's I/O: stop the renewal ``job``, release the row if
+        ``claimed``, dispose of the twin pool."""
+        from ._compat import greenlet_spawn
+
+        sync = self.sync_lease
+        try:
+            # a renewal stuck on a silent server may not end even when cancelled
+            grace = min(sync.ttl, _CLOSE_GRACE_S)
+            running = None if job is None else await job.stop_async(grace)
+            if running is not None:
+                self._detached.add(running)
+            if claimed:
+                await greenlet_spawn(sync._release_and_join, None)
+        finally:
+            await self._dispose_when_idle()
 
     def _detach(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         """``work`` as a task of the running loop that nobody needs to await.
@@ -1669,23 +1688,6 @@ class AsyncWorkerLease(_AsyncLeaseTasks):
         except asyncio.CancelledError:
             await asyncio.wait({releasing})  # (cancelled again: it ends by itself)
             raise
-
-    async def _release(self, job: Any, claimed: bool) -> None:
-        """The closed lease's I/O: stop the renewal ``job``, release the row if
-        ``claimed``, dispose of the twin pool."""
-        from ._compat import greenlet_spawn
-
-        sync = self.sync_lease
-        try:
-            # a renewal stuck on a silent server may not end even when cancelled
-            grace = min(sync.ttl, _CLOSE_GRACE_S)
-            running = None if job is None else await job.stop_async(grace)
-            if running is not None:
-                self._detached.add(running)
-            if claimed:
-                await greenlet_spawn(sync._release_and_join, None)
-        finally:
-            await self._dispose_when_idle()
 
     #: ``contextlib.aclosing`` calls it
     aclose = close

@@ -340,13 +340,9 @@ class Blocks:
             wait(task, remaining)
 
     def lane_task(self) -> asyncio.Task[None] | None:
-        """The lane task fetching a block; None: none is under way.
-
-        A task cancelled before its first step (``dispose()``, the loop's shutdown,
-        any ``cancel()``) never runs its coroutine, nor so :meth:`fetch_on_lane`'s
-        ``finally``: done, it is forgotten here. Waiting on it again would return
-        at once, again and again.
-        """
+        """The lane task fetching a block; None: none is under way. One cancelled before
+        its first step never runs :meth:`fetch_on_lane`'s ``finally``: done, it is
+        forgotten here (a wait on it would return at once, again and again)."""
         task = self.task
         if task is not None and task.done():
             self.task = task = None
