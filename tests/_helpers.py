@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import faulthandler
+import gc
 import os
 import select
 import signal
@@ -78,11 +79,12 @@ def in_forked_child(
     child that never started (see :data:`STARTED`) is forked again, ``parent``
     not run again (what it did stands, and callers count its results).
 
-    A child killed by a signal after it started (SIGSEGV: seen once in about
-    400 runs, in the C code a pytest worker's process carries into a fork -
-    gRPC of the Spanner tests, libpq - never in the library's Python) is forked
-    once more, ``parent`` not run again, with a :class:`ForkedChildHung`
-    warning naming the signal; a second one fails the test.
+    The parent's garbage is collected before the fork and the rest frozen for
+    the child (``gc.freeze``): a gRPC channel of an xdist worker's Spanner tests,
+    finalized by the child's collector, killed it by SIGSEGV. A child killed by
+    a signal after it started is forked once more, ``parent`` not run again,
+    with a :class:`ForkedChildHung` warning naming the signal; a second one
+    fails the test.
     """
     try:
         return _in_forked_child(child, parent, fork=fork, start_ns=start_ns)
@@ -117,9 +119,19 @@ def _in_forked_child(
     hangs: list[str] = []  # what libc-forked children that hung after starting said
     for attempt in range(1, tries + 1):
         read_fd, write_fd = os.pipe()
-        pid = fork()
-        if pid == 0:  # pragma: no cover - runs in the child
+        # The parent's garbage is collected here, and what is left frozen for the
+        # child: a gRPC channel of the Spanner tests that the child's collector
+        # finalized (grpc/_channel.py __del__) killed the child by SIGSEGV.
+        gc.collect()
+        gc.freeze()
+        try:
+            pid = fork()
+        except BaseException:
+            gc.unfreeze()
+            raise
+        if pid == 0:  # pragma: no cover - runs in the child, its parent's objects frozen
             report_from_child(child, read_fd, write_fd, start_ns)
+        gc.unfreeze()
         assert pid > 0, f"fork() failed: {ctypes.get_errno()}"
         os.close(write_fd)
         try:
