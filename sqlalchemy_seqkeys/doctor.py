@@ -1462,6 +1462,9 @@ def _bit_reversed_fix(ctx: _Context, key: _Key, counter: _Counter) -> str:
         args += [f"sequence_schema={sequence_schema!r}"] if sequence_schema else []
     rows = getattr(counter, "table", DEFAULT_TABLE)
     args += [f"sequences_table={rows!r}"] if rows != DEFAULT_TABLE else []
+    # keys the strategy never hands out (legacy keys it was adopted over): no counters
+    skip_range = getattr(key.strategy, "skip_range", None)
+    args += [f"skip_range={tuple(skip_range)!r}"] if skip_range else []
     fix = f"in a migration: op.{op}({', '.join(args)})"
     if sequence is None and ctx.translate:  # its row is in the tenant's sequences table
         fix += f"  # run with the tenant's schema_translate_map={ctx.translate!r}"

@@ -22,6 +22,7 @@ from sqlalchemy_seqkeys import (
     InvalidBitReversalError,
     MigrationError,
     TableSequence,
+    doctor,
     reverse_bits,
     sequences_table,
 )
@@ -189,10 +190,14 @@ def test_a_counter_found_behind_is_resynced_past_its_keys_not_its_skip_range(
         imported = [reverse_bits(c) for c in (1, 2, 3)]
         with engine.begin() as conn:  # legacy keys, and keys of another process's counters
             conn.execute(customers.insert(), [{"id": k} for k in [*range(1, 1001), *imported]])
+        found = [f for f in doctor(engine, models).findings if f.check == "behind"]
+        assert [f.status for f in found] == ["problem"], found
+        assert found[0].fix.endswith("sequences_table='custom_seq', skip_range=(1, 1000))")
         with operations(engine) as op:
             code = autogenerate(op, models)
             (line,) = [x for x in op_lines(code) if "resync" in x]
             assert line.endswith("skip_range=(1, 1000))"), line
+            assert found[0].fix.endswith(line.removeprefix("op.resync_bit_reversed_sequence"))
             run(op, code)
             assert not op_lines(autogenerate(op, models))
         with engine.begin() as conn:
